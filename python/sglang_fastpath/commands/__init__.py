@@ -1,0 +1,1 @@
+"""One module per CLI verb, each with ``register(subparsers)``."""
