@@ -1,0 +1,114 @@
+"""``sglang-fastpath doctor``: what is installed, on which GPU, and the known slow paths.
+
+Reads package metadata (no SGLang import, so it is fast and works on a broken
+install), asks torch for the GPUs when torch is importable, and for a model
+reports the fused-MoE config file SGLang would load. Each finding is a line;
+warnings name the slow path and the fix.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata as metadata
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sglang_fastpath.moe_config import lookup, moe_shape, read_model_config, sglang_config_dir
+from sglang_fastpath.pins import BASE_VERSION
+from sglang_fastpath.wheel import MANIFEST
+
+
+@dataclass
+class GpuInfo:
+    name: str
+    capability: tuple[int, int]
+
+
+@dataclass
+class DoctorReport:
+    facts: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def render(self) -> str:
+        return "\n".join([*self.facts, *(f"WARNING: {w}" for w in self.warnings)])
+
+
+def installed_sglang() -> tuple[str | None, dict | None]:
+    """The installed SGLang version and the fork's manifest (None for stock SGLang)."""
+    try:
+        dist = metadata.distribution("sglang")
+    except metadata.PackageNotFoundError:
+        return None, None
+    text = dist.read_text(MANIFEST)
+    return dist.version, json.loads(text) if text else None
+
+
+def gpus() -> list[GpuInfo] | None:
+    """The visible CUDA GPUs, or None when torch is not importable."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return []
+    return [GpuInfo(torch.cuda.get_device_name(i), torch.cuda.get_device_capability(i))
+            for i in range(torch.cuda.device_count())]
+
+
+def _package_version(name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def diagnose(model: Path | None = None, tp: int = 1, ep: int = 1, device_name: str | None = None,
+             max_running_requests: int | None = None, cuda_graph_max_bs: int | None = None,
+             nvlink: bool | None = None) -> DoctorReport:
+    report = DoctorReport()
+    version, manifest = installed_sglang()
+    if version is None:
+        report.warnings.append("sglang is not installed: install the fork's wheel or bundle (README)")
+    elif manifest is None:
+        report.facts.append(f"sglang {version}: stock, no fastpath patches applied")
+        if version != BASE_VERSION:
+            report.warnings.append(f"sglang {version} is not the pinned base {BASE_VERSION}; the series targets {BASE_VERSION}")
+    else:
+        names = [p["name"] for p in manifest["patches"]]
+        report.facts.append(f"sglang {version}: fastpath on {manifest['base_version']}, {len(names)} patches applied")
+        report.facts += [f"  patch {n}" for n in names]
+    report.facts.append(f"torch {_package_version('torch') or 'not installed'}, triton {_package_version('triton') or 'not installed'}")
+    found = gpus()
+    if found is None:
+        report.facts.append("GPU: unknown (torch not importable)")
+    elif not found:
+        report.facts.append("GPU: none visible to CUDA")
+    for i, gpu in enumerate(found or []):
+        report.facts.append(f"GPU {i}: {gpu.name}, compute capability {gpu.capability[0]}.{gpu.capability[1]}")
+    name = device_name or (found[0].name if found else None)
+    if tp > 2 and nvlink is False:
+        report.warnings.append(
+            f"TP={tp} over PCIe: SGLang disables custom all-reduce for more than 2 PCIe GPUs, so every "
+            "all-reduce is NCCL; keep verify in-place (fastpath patches) and CUDA-graphed")
+    if max_running_requests and cuda_graph_max_bs and cuda_graph_max_bs < max_running_requests:
+        report.warnings.append(
+            f"--cuda-graph-max-bs-decode {cuda_graph_max_bs} < --max-running-requests {max_running_requests}: "
+            "verify runs eagerly for larger batches; raise --cuda-graph-max-bs-decode")
+    if model is not None:
+        shape = moe_shape(read_model_config(model), tp, ep)
+        if name is None:
+            report.warnings.append("no GPU name (pass --device-name) : cannot resolve the MoE config file")
+        else:
+            triton_version = _package_version("triton") or "unknown"
+            config_dir = sglang_config_dir()
+            for down in (False, True):
+                found_cfg = lookup(shape, name, triton_version, config_dir, down)
+                report.facts.append(f"MoE config{' (down)' if down else ''}: {found_cfg.file_name}")
+                report.facts.append(f"  -> {found_cfg.found or 'none'} ({found_cfg.how})")
+                if found_cfg.found is None and not down:
+                    report.warnings.append(
+                        f"no tuned fused-MoE config for E={shape.experts},N={shape.n} on {name}: "
+                        "SGLang uses its default (slow); set SGLANG_MOE_CONFIG_DIR to the fork's tuned configs")
+            if shape.note:
+                report.facts.append(f"  note: {shape.note}")
+    return report
