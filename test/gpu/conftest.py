@@ -1,0 +1,44 @@
+"""GPU test fixtures: models made once per session by the model factory."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def _make(kind: str, root: Path, *args: str) -> Path:
+    out = root / kind
+    if not (out / "target" / "config.json").is_file():
+        subprocess.run([sys.executable, "-m", "sglang_fastpath", "models", kind, "--out", str(out), *args], check=True)
+    return out
+
+
+@pytest.fixture(scope="session")
+def models_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    env = os.environ.get("SGLANG_FASTPATH_MODELS")
+    return Path(env) if env else tmp_path_factory.mktemp("models")
+
+
+@pytest.fixture(scope="session")
+def tiny_models(models_root: Path) -> Path:
+    return _make("tiny", models_root)
+
+
+@pytest.fixture(scope="session")
+def oracle_models(models_root: Path) -> Path:
+    return _make("oracle", models_root)
+
+
+@pytest.fixture(scope="session")
+def dense_models(models_root: Path) -> Path:
+    return _make("dense", models_root, "--layers", "4", "--device", "cuda")
+
+
+@pytest.fixture(scope="session")
+def engine_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = os.environ.get("OUT")
+    return Path(out) / "engines" if out else tmp_path_factory.mktemp("engines")
