@@ -1,0 +1,273 @@
+"""Install the fork's wheelhouse into one Python environment: the image's and CI's one code path.
+
+``docker/install.sh`` runs this module; the Dockerfile runs that script, and so does
+``test/test_docker.py`` in a fresh virtual environment. Two modes:
+
+``full``
+    The environment has no SGLang (a bare CUDA image, a new venv). Install the locked
+    dependency closure for the interpreter's Python tag (``docker/lock/<tag>.txt``,
+    every package pinned to one version and one sha256: ``--require-hashes --no-deps``),
+    then the fork's wheels with ``--no-deps``.
+``overlay``
+    The environment already has the pristine ``sglang==BASE_VERSION`` and its
+    dependencies (upstream's ``lmsysorg/sglang:v0.5.17-cu130`` image). Replace SGLang
+    with the fork wheel, ``--no-deps``, and touch nothing else.
+
+Both end with the same verification, which fails the install: the installed sglang
+is the wheel's version and carries ``fastpath.json``, ``import sglang`` works, and
+``pip check`` finds no unmet requirement of the fork's packages (in ``full`` mode, of
+any package). Exit status: 0 installed and verified, 1 verification failed, 2 a user
+error (wrong mode for the environment, no wheel for its Python tag, no lock).
+"""
+
+from __future__ import annotations
+
+import argparse
+import enum
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sglang_fastpath.errors import FastpathError
+from sglang_fastpath.fetch import wheel_version
+from sglang_fastpath.lock import DEFAULT_LOCK_DIR, canonical_name, lock_path, read_lock
+from sglang_fastpath.pins import BASE_VERSION
+from sglang_fastpath.wheel import MANIFEST, verify_record
+
+# The fork's own distributions besides sglang, installed from the wheelhouse with --no-deps.
+# A package the fork adds later (kernels, tuned configs) joins this tuple and docker/build-wheels.sh.
+FORK_DISTRIBUTIONS = ("sglang-fastpath",)
+FORK_SUFFIX = "+fastpath."
+
+_PROBE = """
+import json, os, platform, sys, sysconfig
+from importlib import metadata
+try:
+    version = metadata.version("sglang")
+except metadata.PackageNotFoundError:
+    version = None
+marker = os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")
+print(json.dumps({
+    "tag": "cp%d%d" % sys.version_info[:2],
+    "machine": platform.machine(),
+    "sglang": version,
+    "externally_managed": os.path.isfile(marker) and sys.prefix == sys.base_prefix,
+}))
+"""
+
+_VERIFY = """
+import json
+from importlib import metadata
+import sglang
+dist = metadata.distribution("sglang")
+print(json.dumps({"version": dist.version, "manifest": dist.read_text("%s"), "module": sglang.__file__}))
+""" % MANIFEST
+
+
+class Mode(enum.Enum):
+    FULL = "full"
+    OVERLAY = "overlay"
+
+
+@dataclass(frozen=True)
+class Target:
+    """The Python environment being installed into, as its interpreter reports it."""
+
+    python: str
+    tag: str  # e.g. cp312
+    machine: str
+    sglang: str | None  # the installed sglang version, None when absent
+    externally_managed: bool  # a PEP 668 system Python: pip needs --break-system-packages
+
+
+@dataclass(frozen=True)
+class Wheelhouse:
+    sglang: Path
+    extras: tuple[Path, ...]  # wheels of FORK_DISTRIBUTIONS
+
+    @property
+    def version(self) -> str:
+        return wheel_version(self.sglang)
+
+
+@dataclass
+class InstallReport:
+    mode: Mode
+    target: Target
+    wheelhouse: Wheelhouse
+    installed_version: str = ""
+    warnings: list[str] = field(default_factory=list)
+
+
+def _target_env() -> dict[str, str]:
+    """The environment for the target interpreter: without the driver's PYTHONPATH."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+
+def _run_python(python: str, code: str) -> dict:
+    proc = subprocess.run([python, "-c", code], capture_output=True, text=True, env=_target_env())
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise FastpathError(f"{python} failed: {last}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def probe(python: str) -> Target:
+    try:
+        info = _run_python(python, _PROBE)
+    except FileNotFoundError:
+        raise FastpathError(f"no interpreter at {python!r}: pass --python the environment's python") from None
+    return Target(python, info["tag"], info["machine"], info["sglang"], info["externally_managed"])
+
+
+def distribution_of(wheel: Path) -> str:
+    return canonical_name(wheel.name.split("-", 1)[0])
+
+
+def find_wheelhouse(source: Path, tag: str) -> Wheelhouse:
+    """The fork wheel for ``tag`` (``source`` is that wheel or a folder holding it) and the fork's extras."""
+    if source.is_file():
+        candidates, extras = [source], []
+    elif source.is_dir():
+        wheels = sorted(source.glob("*.whl"))
+        candidates = [w for w in wheels if distribution_of(w) == "sglang" and f"-{tag}-" in w.name]
+        extras = [w for w in wheels if distribution_of(w) in FORK_DISTRIBUTIONS]
+    else:
+        raise FastpathError(f"{source} is neither a wheel nor a folder of wheels: pass the wheelhouse that "
+                            "docker/build-wheels.sh wrote")
+    if not candidates:
+        raise FastpathError(f"no sglang {tag} wheel in {source}: build it with docker/build-wheels.sh {source} {tag}")
+    if len(candidates) > 1:
+        raise FastpathError(f"{len(candidates)} sglang {tag} wheels in {source}: keep only the release to install")
+    wheel = candidates[0]
+    if distribution_of(wheel) != "sglang" or f"-{tag}-" not in wheel.name:
+        raise FastpathError(f"{wheel.name} is not an sglang {tag} wheel, but the target Python is {tag}")
+    if not wheel_version(wheel).startswith(BASE_VERSION + FORK_SUFFIX):
+        raise FastpathError(f"{wheel.name} is not a fork wheel (sglang-{BASE_VERSION}{FORK_SUFFIX}N): "
+                            "build it with 'sglang-fastpath wheel'")
+    problems = verify_record(wheel)
+    if problems:
+        raise FastpathError(f"{wheel.name} is damaged ({problems[0]}): rebuild it")
+    return Wheelhouse(wheel, tuple(extras))
+
+
+def check_mode(mode: Mode, target: Target) -> None:
+    """Refuse a mode that does not fit the environment, naming the fix."""
+    present = target.sglang
+    is_fork = present is not None and present.startswith(BASE_VERSION + FORK_SUFFIX)
+    if mode is Mode.FULL:
+        if present is not None and not is_fork:
+            raise FastpathError(f"{target.python} already has sglang {present}: use --mode overlay to replace "
+                                "only sglang, or a fresh environment for --mode full")
+        if target.machine != "x86_64":
+            raise FastpathError(f"the dependency locks are for x86_64, not {target.machine}: use --mode overlay "
+                                "on an image that already has sglang and its dependencies")
+    elif present is None:
+        raise FastpathError(f"{target.python} has no sglang to overlay: use --mode full")
+    elif present != BASE_VERSION and not is_fork:
+        raise FastpathError(f"{target.python} has sglang {present}, but the fork is built on {BASE_VERSION}: "
+                            f"use the lmsysorg/sglang:v{BASE_VERSION}-cu130 base, or --mode full in a fresh environment")
+
+
+def _pip_install(target: Target, *args: str) -> None:
+    cmd = [target.python, "-m", "pip", "install", "--no-deps", "--disable-pip-version-check"]
+    if target.externally_managed:
+        cmd.append("--break-system-packages")
+    cmd += list(args)
+    print("+ " + " ".join(cmd), flush=True)
+    proc = subprocess.run(cmd, env=_target_env())
+    if proc.returncode != 0:
+        raise FastpathError(f"pip install exited with status {proc.returncode} (its message is above)")
+
+
+def pip_check(python: str) -> list[str]:
+    """``pip check``'s problem lines; empty when every requirement is met."""
+    proc = subprocess.run([python, "-m", "pip", "check", "--disable-pip-version-check"],
+                          capture_output=True, text=True, env=_target_env())
+    if proc.returncode == 0:
+        return []
+    lines = [line.strip() for line in proc.stdout.splitlines() if line.strip()]
+    return lines or [proc.stderr.strip() or "pip check failed with no output"]
+
+
+def fatal_problems(problems: list[str], mode: Mode) -> list[str]:
+    """The pip-check problems that fail the install: all in full mode, the fork's own in overlay mode."""
+    if mode is Mode.FULL:
+        return problems
+    ours = {"sglang", *FORK_DISTRIBUTIONS}
+    return [p for p in problems if canonical_name(p.split(" ", 1)[0]) in ours]
+
+
+class VerifyError(FastpathError):
+    """The install ran but its result is wrong (exit status 1)."""
+
+
+def verify(report: InstallReport) -> None:
+    expected = report.wheelhouse.version
+    try:
+        info = _run_python(report.target.python, _VERIFY)
+    except FastpathError as exc:
+        raise VerifyError(f"import sglang failed after the install: {exc}") from None
+    report.installed_version = info["version"]
+    if info["version"] != expected:
+        raise VerifyError(f"installed sglang is {info['version']}, expected {expected} ({info['module']})")
+    manifest = json.loads(info["manifest"] or "{}")
+    if manifest.get("version") != expected:
+        raise VerifyError(f"installed sglang has no {MANIFEST} for {expected}: the fork wheel did not land")
+    problems = pip_check(report.target.python)
+    fatal = fatal_problems(problems, report.mode)
+    report.warnings += [p for p in problems if p not in fatal]
+    if fatal:
+        raise VerifyError(f"pip check: {fatal[0]}" + (f" (and {len(fatal) - 1} more)" if len(fatal) > 1 else ""))
+
+
+def install(source: Path, mode: Mode, python: str, lock_dir: Path) -> InstallReport:
+    target = probe(python)
+    house = find_wheelhouse(source, target.tag)
+    check_mode(mode, target)
+    if mode is Mode.FULL:
+        lock_file = lock_path(lock_dir, target.tag)
+        lock = read_lock(lock_file)
+        if lock.base_version != BASE_VERSION or lock.python_tag != target.tag:
+            raise FastpathError(f"{lock_file} locks sglang {lock.base_version} for {lock.python_tag}, not "
+                                f"{BASE_VERSION} for {target.tag}: regenerate it with 'python -m sglang_fastpath.lock'")
+        _pip_install(target, "--require-hashes", "--only-binary=:all:", "-r", str(lock_file))
+        _pip_install(target, str(house.sglang), *map(str, house.extras))
+    else:
+        _pip_install(target, "--force-reinstall", str(house.sglang), *map(str, house.extras))
+    report = InstallReport(mode, target, house)
+    verify(report)
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="docker/install.sh", description="Install the fork's wheelhouse into "
+                                     "a Python environment and verify it (modes: see python/sglang_fastpath/install.py).")
+    parser.add_argument("source", type=Path, help="the wheelhouse folder (docker/build-wheels.sh) or one fork wheel")
+    parser.add_argument("--mode", required=True, choices=[m.value for m in Mode],
+                        help="full: no sglang yet, install the locked dependencies too; "
+                        "overlay: sglang BASE_VERSION present, replace only sglang")
+    parser.add_argument("--python", default=sys.executable, help="the environment's interpreter (default: this one)")
+    parser.add_argument("--lock-dir", type=Path, default=DEFAULT_LOCK_DIR, help="folder of <tag>.txt locks")
+    args = parser.parse_args(argv)
+    try:
+        report = install(args.source, Mode(args.mode), args.python, args.lock_dir)
+    except VerifyError as exc:
+        print(f"install: verification failed: {exc}", file=sys.stderr)
+        return 1
+    except FastpathError as exc:
+        print(f"install: error: {exc}", file=sys.stderr)
+        return 2
+    for warning in report.warnings:
+        print(f"install: warning (not the fork's): {warning}", file=sys.stderr)
+    extras = ", ".join(w.name for w in report.wheelhouse.extras) or "none"
+    print(f"install: sglang {report.installed_version} ({report.mode.value} mode, {report.target.tag}) "
+          f"into {report.target.python}; extras: {extras}; pip check ok")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,175 @@
+"""The hash-pinned dependency lock of the fork wheel, one file per Python tag.
+
+``docker/lock/<tag>.txt`` pins every package that ``sglang==BASE_VERSION+fastpath.N``
+needs on Linux x86_64 (the whole closure, torch's CUDA build included) to one
+version and one sha256, so the image and CI install byte-identical dependencies
+(``pip install --require-hashes --no-deps -r``) instead of re-resolving PyPI.
+
+It is written by resolving the fork wheel with ``pip install --dry-run --report``
+on an interpreter of the target Python version (environment markers are evaluated
+by the running interpreter, so a cp312 lock needs a Python 3.12), restricted to
+wheels that need no newer glibc than SGLang's own wheel (manylinux_2_34). The
+resolve ignores pip configuration files, find-links and constraint files: a lock
+holds only what the package index serves.
+
+    python -m sglang_fastpath.lock --python python3.12 dist/sglang-0.5.17+fastpath.1-cp312-*.whl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from sglang_fastpath.errors import FastpathError
+from sglang_fastpath.pins import BASE_VERSION
+
+# SGLang 0.5.17's own wheels are manylinux_2_34: no dependency may need more.
+GLIBC_MAX = 34
+PLATFORMS = tuple(f"manylinux_2_{minor}_x86_64" for minor in range(GLIBC_MAX, 4, -1)) + (
+    "manylinux2014_x86_64",
+    "manylinux2010_x86_64",
+    "manylinux1_x86_64",
+)
+# docker/lock of the checkout this module runs from (docker/install.sh passes its own).
+DEFAULT_LOCK_DIR = Path(__file__).resolve().parents[2] / "docker" / "lock"
+BASE_HEADER = "# base: sglang "
+TAG_HEADER = "# python-tag: "
+_LINE = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==(?P<version>\S+) --hash=sha256:(?P<sha>[0-9a-f]{64})$")
+# Variables that would let pip see more than the index (local builds, caps of this machine).
+_PIP_ENV_DROPPED = ("PIP_FIND_LINKS", "PIP_CONSTRAINT", "PIP_EXTRA_INDEX_URL", "PIP_NO_INDEX", "PIP_TARGET")
+
+
+@dataclass(frozen=True)
+class Pin:
+    name: str  # canonical (PEP 503) name
+    version: str
+    sha256: str
+
+    @property
+    def line(self) -> str:
+        return f"{self.name}=={self.version} --hash=sha256:{self.sha256}"
+
+
+@dataclass(frozen=True)
+class Lock:
+    base_version: str
+    python_tag: str
+    pins: tuple[Pin, ...]
+
+    def find(self, name: str) -> Pin | None:
+        key = canonical_name(name)
+        return next((p for p in self.pins if p.name == key), None)
+
+
+def canonical_name(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def lock_path(lock_dir: Path, python_tag: str) -> Path:
+    return lock_dir / f"{python_tag}.txt"
+
+
+def _isolated_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _PIP_ENV_DROPPED}
+    env["PIP_CONFIG_FILE"] = os.devnull  # pip skips every configuration file
+    return env
+
+
+def python_tag_of(python: str) -> str:
+    proc = subprocess.run([python, "-c", "import sys; print(f'cp{sys.version_info[0]}{sys.version_info[1]}')"],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise FastpathError(f"cannot run the interpreter {python!r}: give --python a working Python 3.10+")
+    return proc.stdout.strip()
+
+
+def resolve(wheel: Path, python: str) -> list[Pin]:
+    """Every dependency of ``wheel`` (itself excluded) as pip resolves it for Linux x86_64 on ``python``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "report.json"
+        cmd = [python, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--only-binary=:all:",
+               "--target", str(Path(tmp) / "target"), "--report", str(report), "--quiet"]
+        for platform in PLATFORMS:
+            cmd += ["--platform", platform]
+        proc = subprocess.run([*cmd, str(wheel.resolve())], capture_output=True, text=True, env=_isolated_env())
+        if proc.returncode != 0:
+            last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            raise FastpathError(f"pip could not resolve the dependencies of {wheel.name}: {last}")
+        data = json.loads(report.read_text())
+    pins = []
+    for item in data["install"]:
+        name = canonical_name(item["metadata"]["name"])
+        if name == "sglang":
+            continue
+        sha = item["download_info"].get("archive_info", {}).get("hashes", {}).get("sha256")
+        if not sha:
+            raise FastpathError(f"the index gave no sha256 for {name}: it cannot be locked; use an index that does")
+        pins.append(Pin(name, item["metadata"]["version"], sha))
+    return sorted(pins, key=lambda p: p.name)
+
+
+def render(pins: list[Pin], python_tag: str, wheel_name: str) -> str:
+    head = [
+        f"# Dependency lock of {wheel_name} for Linux x86_64 (glibc >= 2.{GLIBC_MAX}).",
+        "# Generated by `python -m sglang_fastpath.lock`; do not edit by hand.",
+        f"{BASE_HEADER}{BASE_VERSION}",
+        f"{TAG_HEADER}{python_tag}",
+    ]
+    return "\n".join([*head, *(p.line for p in pins)]) + "\n"
+
+
+def read_lock(path: Path) -> Lock:
+    if not path.is_file():
+        raise FastpathError(f"no dependency lock at {path}: write it with 'python -m sglang_fastpath.lock'")
+    base = tag = ""
+    pins = []
+    for lineno, line in enumerate(path.read_text().splitlines(), 1):
+        if line.startswith(BASE_HEADER):
+            base = line[len(BASE_HEADER):].strip()
+        elif line.startswith(TAG_HEADER):
+            tag = line[len(TAG_HEADER):].strip()
+        elif line.strip() and not line.startswith("#"):
+            match = _LINE.match(line.strip())
+            if not match:
+                raise FastpathError(f"{path}:{lineno}: not 'name==version --hash=sha256:HEX': {line.strip()[:80]}")
+            pins.append(Pin(canonical_name(match["name"]), match["version"], match["sha"]))
+    if not base or not tag:
+        raise FastpathError(f"{path} lacks its '{BASE_HEADER.strip()}' or '{TAG_HEADER.strip()}' header: regenerate it")
+    return Lock(base, tag, tuple(pins))
+
+
+def write_lock(wheel: Path, python: str, lock_dir: Path) -> Path:
+    tag = python_tag_of(python)
+    if f"-{tag}-" not in wheel.name:
+        raise FastpathError(f"{wheel.name} is not a {tag} wheel, but {python} is Python {tag}: pass the {tag} wheel")
+    out = lock_path(lock_dir, tag)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(render(resolve(wheel, python), tag, wheel.name))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m sglang_fastpath.lock", description=__doc__.split("\n\n")[0])
+    parser.add_argument("wheel", type=Path, help="the fork wheel (sglang-BASE+fastpath.N-cpXY-...whl)")
+    parser.add_argument("--python", default=sys.executable, help="an interpreter of the target Python version")
+    parser.add_argument("--lock-dir", type=Path, default=DEFAULT_LOCK_DIR,
+                        help="where <tag>.txt goes (default: docker/lock of this checkout)")
+    args = parser.parse_args(argv)
+    try:
+        out = write_lock(args.wheel, args.python, args.lock_dir)
+    except FastpathError as exc:
+        print(f"lock: error: {exc}", file=sys.stderr)
+        return 2
+    print(f"{out}: {len(read_lock(out).pins)} packages")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
