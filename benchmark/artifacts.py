@@ -1,0 +1,69 @@
+"""The files a run leaves beside its results.json: the folder, command.txt and env.json.
+
+``results/<date>-<gpu>-<name>/`` holds results.json (all records), command.txt (the
+exact command, its working directory, and every process it started with the
+environment variables it changed), env.json (host, GPUs, git state, filtered
+environment, each variant's site and the versions its processes reported), raw/
+(each job's spec and JSON lines), logs/ and the PNG plots.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Any, Mapping
+
+from benchmark.envinfo import env_snapshot, git_state, gpu_slug, host_info, site_version
+from benchmark.orchestrate import JobOutcome
+from benchmark.plan import Variant
+
+
+def results_dir(root: Path, gpus: list[dict[str, str]], name: str, now: float | None = None) -> Path:
+    """A new folder ``root/<YYYYMMDD-HHMM>-<gpu>-<name>`` (``-2``, ``-3``... if taken)."""
+    stamp = time.strftime("%Y%m%d-%H%M", time.localtime(now))
+    base = root / f"{stamp}-{gpu_slug(gpus)}-{name}"
+    path, n = base, 1
+    while path.exists():
+        n += 1
+        path = base.with_name(f"{base.name}-{n}")
+    path.mkdir(parents=True)
+    return path
+
+
+def command_text(argv: list[str], cwd: str, outcomes: list[JobOutcome]) -> str:
+    lines = ["# benchmark/run.py as invoked", f"cd {shlex.quote(cwd)}",
+             shlex.join([sys.executable, *argv]), "",
+             "# the processes it started: environment changes, then the command (run in a scratch folder)"]
+    for o in outcomes:
+        if not o.command:
+            lines.append(f"# {o.job.name}: not started ({o.note})")
+            continue
+        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(o.env.items()))
+        lines.append(f"# {o.job.name}: {o.status} in {o.seconds:.0f} s")
+        lines.append(f"env {env} {shlex.join(o.command)}")
+    return "\n".join(lines) + "\n"
+
+
+def env_record(variants: list[Variant], gpus: list[dict[str, str]], repo: Path, outcomes: list[JobOutcome],
+               environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    reported: dict[str, list[Any]] = {}
+    for o in outcomes:
+        for line in o.lines:
+            if line.get("type") == "info" and line.get("what") == "versions":
+                reported.setdefault(o.job.variant.name, []).append(line.get("data"))
+    return {
+        "host": host_info(),
+        "gpus": gpus,
+        "git": git_state(repo),
+        "environment": env_snapshot(os.environ if environ is None else environ),
+        "variants": {v.name: {"site": v.site, "sglang_version": site_version(v.site),
+                              "reported": reported.get(v.name, [])[:1]} for v in variants},
+    }
+
+
+def write_json(path: Path, data: Any) -> None:
+    path.write_text(json.dumps(data, indent=1, default=str) + "\n")

@@ -1,0 +1,62 @@
+"""Turns the jobs' JSON lines into records, with the bandwidth floor beside every step figure.
+
+A worker writes only what it measured (mode, bs, k, topk, metric, value, graph, ...);
+the job that ran it supplies variant, config, backend and TP, and this module adds
+``floor_ms``/``floor_bytes`` for decode and verify steps from the model's shapes.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from benchmark.errors import BenchError
+from benchmark.floor import ModelShape, floor_ms, step_bytes
+from benchmark.orchestrate import JobOutcome
+from benchmark.schema import STEP_MODES, Record, ResultSet
+
+
+def records_of(outcome: JobOutcome) -> tuple[list[Record], list[dict[str, Any]]]:
+    """(records, errors) from one job's lines; a malformed record becomes an error."""
+    job = outcome.job
+    base = {"variant": job.variant.name, "config": job.parallel.name, "backend": job.backend,
+            "tp": job.parallel.tp}
+    records, errors = [], []
+    for line in outcome.lines:
+        kind = line.get("type")
+        if kind == "record":
+            data = {k: v for k, v in line.items() if k != "type"}
+            try:
+                records.append(Record.from_dict({**data, **base}))
+            except (BenchError, TypeError) as exc:
+                errors.append({**base, "job": job.name, "where": "record", "error": str(exc)})
+        elif kind == "error":
+            errors.append({**base, "job": job.name, **{k: v for k, v in line.items() if k != "type"}})
+    if outcome.status != "ok":
+        errors.append({**base, "job": job.name, "where": "process",
+                       "error": f"{outcome.status}: {outcome.note or f'exit status {outcome.rc}'} (see {outcome.log})"})
+    return records, errors
+
+
+def annotate_floor(records: Iterable[Record], shape: ModelShape | None, bandwidth: float | None) -> None:
+    """Set floor_bytes (and floor_ms when the bandwidth is known) on decode/verify records."""
+    if shape is None:
+        return
+    for r in records:
+        if r.mode not in STEP_MODES or r.ctx is None:
+            continue
+        kw = dict(mode=r.mode, bs=r.bs, k=max(r.k, 1), ctx=r.ctx, tp=r.tp)
+        r.floor_bytes = round(step_bytes(shape, **kw).total)
+        if bandwidth:
+            r.floor_ms = round(floor_ms(shape, bandwidth=bandwidth, **kw), 5)
+
+
+def build_results(outcomes: list[JobOutcome], meta: dict[str, Any], shape: ModelShape | None,
+                  bandwidth: float | None) -> ResultSet:
+    results = ResultSet(meta=dict(meta))
+    for outcome in outcomes:
+        records, errors = records_of(outcome)
+        results.records += records
+        results.errors += errors
+        results.processes.append(outcome.summary())
+    annotate_floor(results.records, shape, bandwidth)
+    return results

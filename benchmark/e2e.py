@@ -1,0 +1,102 @@
+"""End-to-end output tokens/s of one variant: sglang.Engine with speculation off, then on.
+
+Offline Engine (no HTTP, no tokenizer: token ids in, token ids out), attention backend
+from the job, sampling backend pytorch, grammar backend none, radix cache off so no
+batch reuses another's prefix. The spec-on engine runs EAGLE3 with the job's draft
+under SGLANG_SIMULATE_ACC_LEN (acceptance forced to that length). For each batch size
+every request gets ``prompt_len`` random tokens and generates exactly ``output_len``
+(ignore_eos); tokens/s = generated tokens / wall time of the generate call, prefill
+included, after one warm-up call at the largest batch.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmark.floor import ModelShape
+from benchmark.sink import Sink
+from benchmark.tokens import token_ids
+
+SEED = 4321
+
+
+def engine_kwargs(spec: dict[str, Any], speculative: bool) -> dict[str, Any]:
+    e = spec["e2e"]
+    bs_max = max(e["bs"])
+    kwargs: dict[str, Any] = dict(
+        model_path=os.path.join(spec["models"], "target"),
+        tokenizer_path=os.path.join(spec["models"], "target"),
+        skip_tokenizer_init=True,
+        attention_backend=None if spec["backend"] == "default" else spec["backend"],
+        sampling_backend="pytorch",
+        grammar_backend="none",
+        context_length=e["prompt_len"] + e["output_len"] + 64,
+        max_running_requests=bs_max,
+        disable_prefill_cuda_graph=True,
+        disable_radix_cache=True,
+        random_seed=0,
+        log_level="warning",
+    )
+    if speculative:
+        kwargs.update(speculative_algorithm="EAGLE3",
+                      speculative_draft_model_path=os.path.join(spec["models"], "draft"),
+                      speculative_num_steps=e["steps"], speculative_eagle_topk=e["topk"],
+                      speculative_num_draft_tokens=e["draft_tokens"])
+    kwargs.update(spec.get("server_args") or {})
+    return kwargs
+
+
+def _generate(engine: Any, prompts: list[list[int]], output_len: int) -> tuple[float, list[dict[str, Any]]]:
+    params = {"temperature": 0.0, "max_new_tokens": output_len, "ignore_eos": True}
+    start = time.perf_counter()
+    outputs = engine.generate(input_ids=prompts, sampling_params=params)
+    return time.perf_counter() - start, outputs
+
+
+def run_engine(spec: dict[str, Any], sink: Sink, speculative: bool) -> None:
+    import sglang
+
+    e = spec["e2e"]
+    mode = "e2e_spec" if speculative else "e2e_nospec"
+    k, topk = (e["draft_tokens"], e["topk"]) if speculative else (0, 0)
+    kwargs = engine_kwargs(spec, speculative)
+    sink.info("engine", {"mode": mode, "kwargs": kwargs})
+    vocab = ModelShape.from_dir(Path(spec["models"]) / "target").vocab
+    prompts = token_ids(max(e["bs"]), e["prompt_len"], vocab, SEED)
+    start = time.perf_counter()
+    engine = sglang.Engine(**kwargs)
+    startup_s = time.perf_counter() - start
+    try:
+        _generate(engine, prompts, min(16, e["output_len"]))  # warm-up: graphs, allocator
+        for bs in e["bs"]:
+            try:
+                seconds, outputs = _generate(engine, prompts[:bs], e["output_len"])
+                tokens = sum(int(o["meta_info"]["completion_tokens"]) for o in outputs)
+                extra = {"seconds": round(seconds, 4), "tokens": tokens, "startup_s": round(startup_s, 1),
+                         "prompt_len": e["prompt_len"], "output_len": e["output_len"]}
+                sink.record(mode=mode, bs=bs, k=k, topk=topk, metric="tokens_per_s", value=tokens / seconds,
+                            n=1, extra=extra)
+                accepts = [o["meta_info"].get("spec_accept_length") for o in outputs]
+                accepts = [float(a) for a in accepts if a is not None]
+                if speculative and accepts:
+                    sink.record(mode=mode, bs=bs, k=k, topk=topk, metric="accept_len",
+                                value=sum(accepts) / len(accepts), n=len(accepts), extra=extra)
+            except Exception as exc:  # noqa: BLE001 - the other batch sizes still run
+                sink.error(f"{mode} bs={bs} k={k} topk={topk}", exc)
+    finally:
+        engine.shutdown()
+
+
+def run_job(spec: dict[str, Any], sink: Sink, out: str) -> int:
+    os.environ["SGLANG_SIMULATE_ACC_LEN"] = str(spec["e2e"]["acc_len"])  # read by the spawned scheduler
+    failed = 0
+    for speculative in (False, True):
+        try:
+            run_engine(spec, sink, speculative)
+        except Exception as exc:  # noqa: BLE001 - spec on still runs when spec off failed
+            sink.error(f"{'e2e_spec' if speculative else 'e2e_nospec'} engine", exc)
+            failed = 1
+    return failed

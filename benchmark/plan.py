@@ -1,0 +1,256 @@
+"""The plan of a run: which processes run which points, on which GPUs, for how long.
+
+A job is one subprocess for one variant: ``micro`` (one ModelRunner timing decode and
+verify steps at every point) or ``e2e`` (sglang.Engine with speculation off, then on).
+Jobs of one (kind, parallel config, backend) form a group whose variants run one
+after the other on the same GPU(s), so stock and fork are measured on the same chip.
+TP=1 groups share the GPUs in parallel lanes; TP=2 groups then run alone. Times are
+estimates for the tiny models with a warm Triton cache, scaled by ``calibration``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from benchmark.errors import BenchError
+
+BS = (1, 2, 4, 8, 16, 32, 64)
+KS = (2, 3, 4, 6, 8)
+TOPKS = (1, 4)
+BACKENDS = ("default", "triton", "flashinfer")  # "default": SGLang's own choice for the GPU
+KINDS = ("micro", "e2e")
+
+# Seconds; see the module docstring. FIRST_COMPILE_S is paid once per fresh machine.
+IMPORT_S = 12.0
+RUNNER_INIT_S = {1: 10.0, 2: 30.0}
+CAPTURE_SHAPE_S = 0.12
+PREFILL_S = 0.4
+STEP_S = 0.004
+ENGINE_START_S = {1: 35.0, 2: 50.0}
+ENGINE_SPEC_EXTRA_S = 15.0
+E2E_BATCH_S = 1.0  # plus output_len / 256 s per batch size and engine
+FIRST_COMPILE_S = 60.0
+
+
+@dataclass(frozen=True)
+class Parallel:
+    name: str
+    tp: int
+    custom_all_reduce: bool = True
+    nccl_p2p: bool = True
+
+    def env(self) -> dict[str, str]:
+        return {} if self.nccl_p2p else {"NCCL_P2P_DISABLE": "1"}
+
+    def server_args(self) -> dict[str, Any]:
+        args: dict[str, Any] = {"tp_size": self.tp}
+        if not self.custom_all_reduce:
+            args["disable_custom_all_reduce"] = True
+        return args
+
+
+# tp2-pcie: custom all-reduce and NCCL P2P off, so all-reduce costs resemble PCIe.
+PARALLEL = {p.name: p for p in (Parallel("tp1", 1), Parallel("tp2", 2), Parallel("tp2-pcie", 2, False, False))}
+
+
+@dataclass(frozen=True)
+class MicroPoints:
+    bs: tuple[int, ...] = BS
+    ks: tuple[int, ...] = KS
+    topks: tuple[int, ...] = TOPKS
+    ctx: int = 1024
+    iters: int = 20
+    warmup: int = 3
+    eager: bool = False  # also time every point with the graph runner removed
+    graph_max_bs: int | None = None  # capture decode/verify graphs only up to this bs
+
+    @property
+    def runners(self) -> int:
+        return len(self.ks) * len(self.topks) + 1
+
+    @property
+    def points(self) -> int:
+        return len(self.bs) * self.runners * (2 if self.eager else 1)
+
+    def graph_bs(self) -> list[int]:
+        return [b for b in self.bs if self.graph_max_bs is None or b <= self.graph_max_bs]
+
+
+@dataclass(frozen=True)
+class E2EPoints:
+    bs: tuple[int, ...] = BS
+    prompt_len: int = 128
+    output_len: int = 256
+    acc_len: float = 3.0  # SGLANG_SIMULATE_ACC_LEN for the spec-on engine
+    steps: int = 3
+    topk: int = 1
+    draft_tokens: int = 4
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    site: str
+
+    @classmethod
+    def parse(cls, text: str) -> Variant:
+        name, sep, site = text.partition("=")
+        if not sep or not name or not site or not name.replace("-", "").replace("_", "").isalnum():
+            raise BenchError(f"--variant {text!r}: write NAME=SITE_DIR, e.g. stock=/tmp/site-stock")
+        return cls(name, site)
+
+
+@dataclass(frozen=True)
+class Job:
+    kind: str
+    variant: Variant
+    parallel: Parallel
+    backend: str
+    models: str
+    micro: MicroPoints | None = None
+    e2e: E2EPoints | None = None
+    server_args: tuple[tuple[str, Any], ...] = ()
+    calibration: float = 1.0
+
+    @property
+    def name(self) -> str:
+        return f"{self.kind}-{self.variant.name}-{self.parallel.name}-{self.backend}"
+
+    @property
+    def group(self) -> tuple[str, str, str]:
+        return (self.kind, self.parallel.name, self.backend)
+
+    def estimate_s(self) -> float:
+        tp = self.parallel.tp
+        if self.micro is not None:
+            m = self.micro
+            s = IMPORT_S + RUNNER_INIT_S.get(tp, RUNNER_INIT_S[2]) + len(m.graph_bs()) * m.runners * CAPTURE_SHAPE_S
+            s += len(m.bs) * PREFILL_S + m.points * (m.iters + m.warmup) * STEP_S
+        else:
+            e = self.e2e or E2EPoints()
+            start = ENGINE_START_S.get(tp, ENGINE_START_S[2])
+            s = IMPORT_S + 2 * start + ENGINE_SPEC_EXTRA_S + 2 * len(e.bs) * (E2E_BATCH_S + e.output_len / 256)
+        return s * self.calibration
+
+    def spec(self) -> dict[str, Any]:
+        """What the worker process reads (``benchmark.worker --spec``)."""
+        return {
+            "kind": self.kind, "job": self.name, "variant": self.variant.name, "site": self.variant.site,
+            "config": self.parallel.name, "tp": self.parallel.tp, "backend": self.backend,
+            "models": self.models, "server_args": {**self.parallel.server_args(), **dict(self.server_args)},
+            "micro": asdict(self.micro) if self.micro else None, "e2e": asdict(self.e2e) if self.e2e else None,
+        }
+
+
+# (kind, parallel, backend) in priority order: what runs first when the budget is short.
+SWEEP = (("micro", "tp1", "triton"), ("micro", "tp2-pcie", "triton"), ("e2e", "tp1", "triton"),
+         ("micro", "tp1", "default"), ("micro", "tp1", "flashinfer"), ("micro", "tp2", "default"))
+EVERYTHING = SWEEP + (("micro", "tp2-pcie", "flashinfer"), ("e2e", "tp2-pcie", "triton"), ("micro", "tp2", "triton"),
+                      ("micro", "tp2", "flashinfer"), ("micro", "tp2-pcie", "default"), ("e2e", "tp2", "triton"))
+QUICK = (("micro", "tp1", "triton"), ("e2e", "tp1", "triton"))
+SELFTEST = (("micro", "tp1", "triton"), ("e2e", "tp1", "triton"), ("micro", "tp2", "triton"))
+
+PROFILES: dict[str, tuple[tuple[str, str, str], ...]] = {
+    "sweep": SWEEP, "all": EVERYTHING, "quick": QUICK, "selftest": SELFTEST}
+PROFILE_POINTS: dict[str, tuple[MicroPoints, E2EPoints]] = {
+    "sweep": (MicroPoints(), E2EPoints()),
+    "all": (MicroPoints(), E2EPoints()),
+    "quick": (MicroPoints(bs=(1, 8, 64), ks=(2, 4), topks=(1, 4), iters=8, warmup=2),
+              E2EPoints(bs=(1, 16), output_len=64)),
+    # bs 4 is past the captured graphs (graph_max_bs 2): the natural eager path.
+    "selftest": (MicroPoints(bs=(1, 4), ks=(3,), topks=(1, 4), ctx=64, iters=3, warmup=1, eager=True,
+                             graph_max_bs=2),
+                 E2EPoints(bs=(2,), prompt_len=16, output_len=16)),
+}
+
+
+@dataclass
+class Plan:
+    profile: str
+    gpus: int
+    lanes: list[list[Job]]  # TP=1 groups, one list per GPU, run in parallel
+    serial: list[Job]  # TP=2 groups, run after the lanes
+    unrunnable: list[tuple[Job, str]] = field(default_factory=list)
+    first_compile_s: float = FIRST_COMPILE_S
+
+    @property
+    def jobs(self) -> list[Job]:
+        return [j for lane in self.lanes for j in lane] + self.serial
+
+    def estimate_wall_s(self) -> float:
+        lanes = max((sum(j.estimate_s() for j in lane) for lane in self.lanes), default=0.0)
+        return self.first_compile_s + lanes + sum(j.estimate_s() for j in self.serial)
+
+    def describe(self) -> str:
+        lines = [f"plan '{self.profile}': {len(self.jobs)} processes on {self.gpus} GPU(s), "
+                 f"estimated {self.estimate_wall_s():.0f} s (incl. {self.first_compile_s:.0f} s first-run compile)"]
+        for i, lane in enumerate(self.lanes):
+            total = sum(j.estimate_s() for j in lane)
+            lines.append(f"  lane GPU {i} (parallel, TP=1): {len(lane)} processes, ~{total:.0f} s")
+            lines += [f"    {_job_line(j)}" for j in lane]
+        if self.serial:
+            total = sum(j.estimate_s() for j in self.serial)
+            lines.append(f"  then on GPUs 0-1 (TP=2): {len(self.serial)} processes, ~{total:.0f} s")
+            lines += [f"    {_job_line(j)}" for j in self.serial]
+        lines += [f"  not run: {j.name}: {why}" for j, why in self.unrunnable]
+        return "\n".join(lines)
+
+
+def _job_line(job: Job) -> str:
+    if job.micro is not None:
+        m = job.micro
+        what = (f"{m.points} points: bs {list(m.bs)} x (decode + verify k {list(m.ks)} x topk {list(m.topks)})"
+                f"{' x {graph, eager}' if m.eager else ''}, ctx {m.ctx}, {m.iters} iters")
+    else:
+        e = job.e2e or E2EPoints()
+        what = (f"spec off/on (acc len {e.acc_len}, k {e.draft_tokens}, topk {e.topk}) x bs {list(e.bs)}, "
+                f"{e.output_len} new tokens")
+    return f"{job.name:<42} ~{job.estimate_s():5.0f} s  {what}"
+
+
+def build_plan(profile: str, variants: list[Variant], models: str, *, gpus: int,
+               configs: list[str] | None = None, backends: list[str] | None = None,
+               kinds: list[str] | None = None, micro: MicroPoints | None = None,
+               e2e: E2EPoints | None = None, server_args: dict[str, Any] | None = None,
+               calibration: float = 1.0) -> Plan:
+    if profile not in PROFILES:
+        raise BenchError(f"profile {profile!r} is not one of {', '.join(PROFILES)}")
+    if not variants:
+        raise BenchError("no --variant given; pass e.g. --variant stock=/tmp/site-stock --variant fork=/tmp/site-fork")
+    if len({v.name for v in variants}) != len(variants):
+        raise BenchError("two --variant share a name; give each a distinct NAME")
+    for option, values, allowed in (("--configs", configs, PARALLEL), ("--backends", backends, BACKENDS),
+                                    ("--kinds", kinds, KINDS)):
+        bad = [v for v in values or [] if v not in allowed]
+        if bad:
+            raise BenchError(f"{option} {','.join(bad)}: choose from {', '.join(allowed)}")
+    default_micro, default_e2e = PROFILE_POINTS[profile]
+    groups = [g for g in PROFILES[profile] if (not kinds or g[0] in kinds)
+              and (not configs or g[1] in configs) and (not backends or g[2] in backends)]
+    if not groups:
+        raise BenchError(f"the filters leave nothing of profile {profile!r}; profile 'all' has every combination")
+    extra = tuple(sorted((server_args or {}).items()))
+    plan = Plan(profile, gpus, [[] for _ in range(max(1, min(gpus, 8)))], [])
+    loads = [0.0] * len(plan.lanes)
+    for kind, config, backend in groups:
+        parallel = PARALLEL[config]
+        jobs = [Job(kind, v, parallel, backend, models,
+                    micro=(micro or default_micro) if kind == "micro" else None,
+                    e2e=(e2e or default_e2e) if kind == "e2e" else None,
+                    server_args=extra, calibration=calibration) for v in variants]
+        if parallel.tp > gpus:
+            plan.unrunnable += [(j, f"needs {parallel.tp} GPUs, {gpus} found") for j in jobs]
+        elif parallel.tp == 1:
+            lane = loads.index(min(loads))
+            plan.lanes[lane] += jobs
+            loads[lane] += sum(j.estimate_s() for j in jobs)
+        else:
+            plan.serial += jobs
+    plan.first_compile_s *= calibration
+    return plan
+
+
+def with_points(points: Any, **changes: Any) -> Any:
+    """``points`` (MicroPoints or E2EPoints) with the given fields replaced; None values are ignored."""
+    return replace(points, **{k: v for k, v in changes.items() if v is not None})

@@ -1,0 +1,77 @@
+"""One variant's process: ``python -m benchmark.worker --spec JOB.spec.json --out JOB.jsonl``.
+
+The orchestrator puts the variant's site first on PYTHONPATH; this checks that SGLang
+really came from there (a stray install would silently benchmark the wrong code),
+writes the versions it found, then runs the job's micro or e2e measurement. Every
+record and error goes to ``--out`` as it happens. Exit status: 0 the job ran (single
+points may still have failed: see the error lines), 1 it did not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from benchmark.sink import Sink
+
+
+def versions() -> dict[str, Any]:
+    import sglang
+    import torch
+
+    found: dict[str, Any] = {"python": sys.version.split()[0], "sglang": getattr(sglang, "__version__", None),
+                             "sglang_file": sglang.__file__, "torch": torch.__version__,
+                             "cuda": torch.version.cuda, "pid": os.getpid()}
+    try:
+        import triton
+
+        found["triton"] = triton.__version__
+    except ImportError:
+        found["triton"] = None
+    if torch.cuda.is_available():
+        found["gpus"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+    return found
+
+
+def check_site(site: str, sglang_file: str) -> None:
+    if not Path(sglang_file).resolve().is_relative_to(Path(site).resolve()):
+        raise RuntimeError(f"sglang was imported from {sglang_file}, not from the variant's site {site}; "
+                           "check the site folder holds sglang/ and nothing earlier on sys.path shadows it")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="benchmark.worker")
+    parser.add_argument("--spec", required=True, type=Path)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args(argv)
+    spec = json.loads(args.spec.read_text())
+    sink = Sink(args.out)
+    code = 1
+    try:
+        found = versions()
+        sink.info("versions", found)
+        check_site(spec["site"], found["sglang_file"])
+        if spec["kind"] == "micro":
+            from benchmark import micro
+
+            code = micro.run_job(spec, sink, args.out)
+        elif spec["kind"] == "e2e":
+            from benchmark import e2e
+
+            code = e2e.run_job(spec, sink, args.out)
+        else:
+            raise ValueError(f"job kind {spec['kind']!r} is neither micro nor e2e")
+    except BaseException as exc:  # noqa: BLE001 - recorded; the exit status says it failed
+        sink.error(f"{spec.get('kind')} job", exc)
+        code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)  # engine and NCCL threads must not keep a finished job alive
+
+
+if __name__ == "__main__":  # required: SGLang and the TP ranks start processes with spawn
+    main()
