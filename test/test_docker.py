@@ -1,0 +1,384 @@
+"""The Docker image's install path, tested where no Docker engine exists.
+
+Fast, offline: hadolint and shellcheck on docker/, the .dockerignore allow-list, the
+dependency locks against the fork wheel's requirements, install.py's choices, and the
+HEALTHCHECK and entrypoint scripts.
+
+Slow (``network``: about 3 GB from the package index, 9 GB on disk, 5-10 minutes):
+``docker/build-wheels.sh`` (the ``wheels`` stage), then ``docker/install.sh --mode full``
+into a fresh venv of the image's Python 3.12 (3.11 and its lock where no 3.12 exists), run
+exactly as the Dockerfile's runtime stage runs it; ``--mode overlay`` over the pristine
+0.5.17 wheel, as on the lmsysorg base; and every server flag of the docs' ``docker run``
+examples parsed by SGLang 0.5.17's own argument parser.
+"""
+
+from __future__ import annotations
+
+import glob
+import http.server
+import json
+import os
+import re
+import shlex
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from packaging.markers import default_environment
+from packaging.requirements import Requirement
+
+from sglang_fastpath.errors import FastpathError
+from sglang_fastpath.fetch import fetch_pinned
+from sglang_fastpath.install import Mode, Target, check_mode, fatal_problems, find_wheelhouse, install
+from sglang_fastpath.lock import canonical_name, lock_path, read_lock
+from sglang_fastpath.pins import BASE_VERSION, fastpath_version, python_tags
+from sglang_fastpath.wheel import record_hash
+
+REPO = Path(__file__).resolve().parents[1]
+DOCKER = REPO / "docker"
+DOCS = (REPO / "docs" / "docker.md", REPO / "docs" / "readme-docker-snippet.md")
+FORK = fastpath_version()
+
+
+def _tool(name: str) -> str:
+    found = shutil.which(name) or shutil.which(name, path=str(Path(sys.executable).parent))
+    if not found:
+        pytest.fail(f"{name} is not installed: pip install -r test/requirements-cpu.txt")
+    return found
+
+
+def _run(cmd: list[str], timeout: float = 900, **kwargs) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kwargs)
+
+
+# ---------------------------------------------------------------- lint
+
+
+def test_dockerfile_passes_hadolint() -> None:
+    env = {**os.environ, "PATH": f"{Path(_tool('shellcheck')).parent}:{os.environ['PATH']}"}
+    proc = _run([_tool("hadolint"), "--no-color", str(DOCKER / "Dockerfile")], env=env)
+    assert proc.returncode == 0 and not proc.stdout.strip(), proc.stdout + proc.stderr
+
+
+def test_docker_scripts_pass_shellcheck() -> None:
+    scripts = sorted(DOCKER.glob("*.sh"))
+    assert {p.name for p in scripts} >= {"install.sh", "build-wheels.sh", "entrypoint.sh"}
+    proc = _run([_tool("shellcheck"), *map(str, scripts)])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_dockerignore_admits_every_copy_source() -> None:
+    allowed = {line[1:].strip().strip("/") for line in (REPO / ".dockerignore").read_text().splitlines()
+               if line.startswith("!")}
+    dockerfile = (DOCKER / "Dockerfile").read_text()
+    sources = []
+    for line in dockerfile.splitlines():
+        words = line.split()
+        if words[:1] == ["COPY"] and not any(w.startswith("--from") for w in words):
+            sources += [w for w in words[1:-1] if not w.startswith("--")]
+    assert sources, "no COPY from the build context found"
+    # The runtime stage bind-mounts the context and runs docker/install.sh from python/.
+    assert "source=.,target=/src" in dockerfile
+    for source in [*sources, "docker/install.sh", "python/sglang_fastpath"]:
+        assert source.split("/")[0] in allowed, f"{source} is excluded by .dockerignore"
+
+
+# ---------------------------------------------------------------- locks
+
+
+@pytest.mark.network
+@pytest.mark.parametrize("tag", python_tags())
+def test_lock_satisfies_the_wheels_requirements(tag: str) -> None:
+    lock = read_lock(lock_path(DOCKER / "lock", tag))
+    assert (lock.base_version, lock.python_tag) == (BASE_VERSION, tag)
+    assert lock.find("sglang") is None and len({p.name for p in lock.pins}) == len(lock.pins)
+    with zipfile.ZipFile(fetch_pinned(BASE_VERSION, tag)) as zf:
+        metadata = zf.read(f"sglang-{BASE_VERSION}.dist-info/METADATA").decode()
+    env = {**default_environment(), "python_version": f"{tag[2]}.{tag[3:]}", "python_full_version": f"{tag[2]}.{tag[3:]}.0",
+           "sys_platform": "linux", "platform_system": "Linux", "platform_machine": "x86_64",
+           "implementation_name": "cpython", "extra": ""}
+    checked = 0
+    for line in metadata.splitlines():
+        if not line.startswith("Requires-Dist: "):
+            continue
+        req = Requirement(line[len("Requires-Dist: "):])
+        if req.marker is not None and not req.marker.evaluate(env):
+            continue
+        pin = lock.find(req.name)
+        assert pin is not None, f"{req} is not in the {tag} lock"
+        assert req.specifier.contains(pin.version, prereleases=True), f"{req} vs locked {pin.version}"
+        checked += 1
+    assert checked > 50
+
+
+# ---------------------------------------------------------------- install.py, offline
+
+
+def _fake_wheel(folder: Path, name: str, version: str, tag: str, damaged: bool = False) -> Path:
+    path = folder / f"{name}-{version}-{tag}-{tag}-manylinux_2_34_x86_64.whl"
+    info = f"{name}-{version}.dist-info/"
+    data = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode()
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr(info + "METADATA", data)
+        digest = "sha256=wrong" if damaged else record_hash(data)
+        zf.writestr(info + "RECORD", f"{info}METADATA,{digest},{len(data)}\n{info}RECORD,,\n")
+    return path
+
+
+def test_wheelhouse_takes_the_interpreters_tag_and_the_forks_extras(tmp_path: Path) -> None:
+    for tag in ("cp311", "cp312"):
+        _fake_wheel(tmp_path, "sglang", FORK, tag)
+    tooling = _fake_wheel(tmp_path, "sglang_fastpath", "0.1.0", "py3")
+    _fake_wheel(tmp_path, "torch", "2.11.0", "cp312")
+    house = find_wheelhouse(tmp_path, "cp312")
+    assert "-cp312-" in house.sglang.name and house.version == FORK
+    assert house.extras == (tooling,)
+
+
+@pytest.mark.parametrize("case, message", [
+    ("empty", "docker/build-wheels.sh"),
+    ("pristine", "not a fork wheel"),
+    ("damaged", "is damaged"),
+    ("two releases", "keep only"),
+])
+def test_wheelhouse_refusals_name_the_fix(tmp_path: Path, case: str, message: str) -> None:
+    if case == "pristine":
+        _fake_wheel(tmp_path, "sglang", BASE_VERSION, "cp312")
+    elif case == "damaged":
+        _fake_wheel(tmp_path, "sglang", FORK, "cp312", damaged=True)
+    elif case == "two releases":
+        _fake_wheel(tmp_path, "sglang", FORK, "cp312")
+        _fake_wheel(tmp_path, "sglang", fastpath_version(99), "cp312")
+    with pytest.raises(FastpathError, match=message):
+        find_wheelhouse(tmp_path, "cp312")
+
+
+@pytest.mark.parametrize("mode, present, machine, refusal", [
+    (Mode.FULL, None, "x86_64", None),
+    (Mode.FULL, FORK, "x86_64", None),
+    (Mode.FULL, BASE_VERSION, "x86_64", "--mode overlay"),
+    (Mode.FULL, None, "aarch64", "x86_64"),
+    (Mode.OVERLAY, BASE_VERSION, "aarch64", None),
+    (Mode.OVERLAY, FORK, "x86_64", None),
+    (Mode.OVERLAY, None, "x86_64", "--mode full"),
+    (Mode.OVERLAY, "0.5.16", "x86_64", "built on 0.5.17"),
+])
+def test_mode_must_fit_the_environment(mode: Mode, present: str | None, machine: str, refusal: str | None) -> None:
+    target = Target("/env/bin/python", "cp312", machine, present, False)
+    if refusal is None:
+        check_mode(mode, target)
+    else:
+        with pytest.raises(FastpathError, match=re.escape(refusal)):
+            check_mode(mode, target)
+
+
+def test_overlay_fails_only_on_the_forks_own_requirements() -> None:
+    problems = [f"sglang {FORK} has requirement torch==2.11.0, but you have torch 2.9.0.",
+                "vllm 0.9.0 has requirement torch==2.7.0, but you have torch 2.11.0.",
+                "sglang-fastpath 0.1.0 requires pytest, which is not installed."]
+    assert fatal_problems(problems, Mode.FULL) == problems
+    assert fatal_problems(problems, Mode.OVERLAY) == [problems[0], problems[2]]
+
+
+@pytest.fixture(scope="module")
+def bare_python(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A fresh venv without sglang (and without pip: the refusals come before pip runs)."""
+    venv = tmp_path_factory.mktemp("bare") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    return str(venv / "bin" / "python")
+
+
+def test_install_sh_refuses_overlay_without_sglang(tmp_path: Path, bare_python: str) -> None:
+    _fake_wheel(tmp_path, "sglang", FORK, "cp%d%d" % sys.version_info[:2])
+    proc = _run(["bash", str(DOCKER / "install.sh"), "--mode", "overlay", "--python", bare_python, str(tmp_path)],
+                env={**os.environ, "PYTHON": sys.executable})
+    assert proc.returncode == 2 and "has no sglang to overlay: use --mode full" in proc.stderr, proc.stderr
+
+
+def test_full_mode_needs_the_lock_of_its_tag(tmp_path: Path, bare_python: str) -> None:
+    _fake_wheel(tmp_path, "sglang", FORK, "cp%d%d" % sys.version_info[:2])
+    with pytest.raises(FastpathError, match="no dependency lock"):
+        install(tmp_path, Mode.FULL, bare_python, tmp_path / "no-locks")
+
+
+# ---------------------------------------------------------------- healthcheck and entrypoint
+
+
+def _serve(status: int) -> http.server.ThreadingHTTPServer:
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            self.send_response(status if self.path == "/health" else 404)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def _healthcheck(port: int) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "SGLANG_FASTPATH_PORT": str(port), "SGLANG_FASTPATH_HEALTH_TIMEOUT": "5",
+           "http_proxy": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9"}
+    return _run([sys.executable, str(DOCKER / "healthcheck.py")], timeout=30, env=env)
+
+
+@pytest.mark.parametrize("status, healthy", [(200, True), (503, False)])
+def test_healthcheck_follows_the_health_endpoint(status: int, healthy: bool) -> None:
+    server = _serve(status)
+    try:
+        proc = _healthcheck(server.server_address[1])
+    finally:
+        server.shutdown()
+    assert (proc.returncode == 0) is healthy, proc.stdout + proc.stderr
+    assert f"/health: {status}" in proc.stdout
+
+
+def test_healthcheck_fails_when_nothing_listens() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    assert _healthcheck(port).returncode == 1
+
+
+@pytest.mark.parametrize("args, port, expected", [
+    ([], None, []),
+    (["--model-path", "/models/tiny/target"], "8000", ["--model-path", "/models/tiny/target"]),
+])
+def test_entrypoint_serves_on_flags(tmp_path: Path, args: list[str], port: str | None, expected: list[str]) -> None:
+    stub = tmp_path / "python3"
+    stub.write_text('#!/bin/sh\nprintf "%s\\n" "$@" > "$STUB_OUT"\n')
+    stub.chmod(0o755)
+    env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}", "STUB_OUT": str(tmp_path / "argv")}
+    env.pop("SGLANG_FASTPATH_PORT", None)
+    if port:
+        env["SGLANG_FASTPATH_PORT"] = port
+    proc = _run(["bash", str(DOCKER / "entrypoint.sh"), *args], timeout=30, env=env)
+    assert proc.returncode == 0, proc.stderr
+    argv = (tmp_path / "argv").read_text().splitlines()
+    assert argv == ["-m", "sglang.launch_server", "--host", "0.0.0.0", "--port", port or "30000", *expected]
+
+
+def test_entrypoint_runs_other_commands() -> None:
+    proc = _run(["bash", str(DOCKER / "entrypoint.sh"), "echo", "a command"], timeout=30)
+    assert proc.returncode == 0 and proc.stdout == "a command\n"
+
+
+# ---------------------------------------------------------------- the real install (slow)
+
+
+def docker_run_server_args(markdown: str) -> list[list[str]]:
+    """The server arguments (after the image name) of every ``docker run`` that serves."""
+    commands = []
+    for block in re.findall(r"```bash\n(.*?)```", markdown, re.S):
+        for line in re.sub(r"\\\n\s*", " ", block).splitlines():
+            if not line.strip().startswith("docker run"):
+                continue
+            tokens = shlex.split(line)
+            image = next(i for i, t in enumerate(tokens) if t.startswith("sglang-fastpath:"))
+            if tokens[image + 1:] and tokens[image + 1].startswith("-"):
+                commands.append(tokens[image + 1:])
+    return commands
+
+
+def _image_python() -> str:
+    """Python 3.12 (the image's) if this machine has one that can make a venv, else this Python."""
+    candidates = [shutil.which("python3.12"), *sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.12*/bin/python3.12")))]
+    for candidate in filter(None, candidates):
+        if subprocess.run([candidate, "-c", "import ensurepip, venv"], capture_output=True).returncode == 0:
+            return candidate
+    return sys.executable
+
+
+def _in_venv(venv: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PATH"] = f"{venv / 'bin'}:{env['PATH']}"
+    return _run(list(args), timeout=timeout, env=env)
+
+
+@dataclass(frozen=True)
+class ImageEnv:
+    venv: Path
+    wheelhouse: Path
+    tag: str
+
+
+@pytest.fixture(scope="module")
+def image_env(tmp_path_factory: pytest.TempPathFactory) -> ImageEnv:
+    """A venv where docker/install.sh --mode full ran exactly as in the Dockerfile's runtime stage."""
+    root = tmp_path_factory.mktemp("image")
+    python = _image_python()
+    tag = "cp%s" % _run([python, "-c", "import sys; print('%d%d' % sys.version_info[:2])"]).stdout.strip()
+    started = time.monotonic()
+    built = _run(["bash", str(DOCKER / "build-wheels.sh"), str(root / "wheelhouse"), tag],
+                 env={**os.environ, "PYTHON": sys.executable})
+    assert built.returncode == 0, built.stdout[-2000:] + built.stderr[-2000:]
+    subprocess.run([python, "-m", "venv", str(root / "venv")], check=True)
+    # The Dockerfile: PATH starts with the venv, then `docker/install.sh --mode full /wheelhouse`.
+    proc = _in_venv(root / "venv", "bash", str(DOCKER / "install.sh"), "--mode", "full", str(root / "wheelhouse"))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    print(f"\nimage_env: {tag}, build-wheels + install --mode full took {time.monotonic() - started:.0f} s")
+    return ImageEnv(root / "venv", root / "wheelhouse", tag)
+
+
+def _version(venv: Path) -> str:
+    code = "import sglang; from importlib.metadata import version; print(version('sglang'))"
+    proc = _in_venv(venv, str(venv / "bin" / "python"), "-c", code)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout.strip().splitlines()[-1]
+
+
+@pytest.mark.network
+def test_full_install_is_the_fork_and_consistent(image_env: ImageEnv) -> None:
+    venv = image_env.venv
+    assert _version(venv) == FORK
+    check = _in_venv(venv, str(venv / "bin" / "python"), "-m", "pip", "check")
+    assert check.returncode == 0, check.stdout
+    cli = _in_venv(venv, str(venv / "bin" / "sglang-fastpath"), "--version")
+    assert cli.returncode == 0, cli.stderr
+
+
+@pytest.mark.network
+def test_full_install_holds_exactly_the_lock(image_env: ImageEnv) -> None:
+    venv = image_env.venv
+    listed = _in_venv(venv, str(venv / "bin" / "python"), "-m", "pip", "list", "--format", "json")
+    installed = {canonical_name(d["name"]): d["version"] for d in json.loads(listed.stdout)}
+    lock = read_lock(lock_path(DOCKER / "lock", image_env.tag))
+    assert {p.name: p.version for p in lock.pins}.items() <= installed.items()
+    assert set(installed) - {p.name for p in lock.pins} == {"sglang", "sglang-fastpath", "pip"}
+
+
+@pytest.mark.network
+def test_docs_server_flags_exist_in_sglang_0_5_17(image_env: ImageEnv) -> None:
+    commands = [args for doc in DOCS for args in docker_run_server_args(doc.read_text())]
+    assert len(commands) == 4 and all("--speculative-algorithm" in args for args in commands)
+    # Exact names only: argparse would otherwise accept an abbreviation such as --tp.
+    code = ("import argparse, json, sys\nfrom sglang.srt.server_args import ServerArgs\n"
+            "p = argparse.ArgumentParser(allow_abbrev=False)\nServerArgs.add_cli_args(p)\n"
+            "for argv in json.loads(sys.argv[1]):\n    p.parse_args(argv)\nprint('parsed', len(json.loads(sys.argv[1])))\n")
+    venv = image_env.venv
+    proc = _in_venv(venv, str(venv / "bin" / "python"), "-c", code, json.dumps(commands))
+    assert proc.returncode == 0 and "parsed 4" in proc.stdout, proc.stderr[-2000:]
+
+
+@pytest.mark.network
+def test_overlay_replaces_only_sglang(image_env: ImageEnv) -> None:
+    venv = image_env.venv
+    python = str(venv / "bin" / "python")
+    before = _in_venv(venv, python, "-m", "pip", "freeze").stdout
+    # What the lmsysorg base holds: the pristine 0.5.17 with the same dependencies.
+    pristine = _in_venv(venv, python, "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall",
+                        str(fetch_pinned(BASE_VERSION, image_env.tag)))
+    assert pristine.returncode == 0 and _version(venv) == BASE_VERSION, pristine.stderr[-2000:]
+    proc = _in_venv(venv, "bash", str(DOCKER / "install.sh"), "--mode", "overlay", str(image_env.wheelhouse))
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert _version(venv) == FORK
+    assert _in_venv(venv, python, "-m", "pip", "freeze").stdout == before
