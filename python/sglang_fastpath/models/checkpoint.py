@@ -1,0 +1,129 @@
+"""Writing a Hugging Face folder deterministically: config JSON and safetensors, shard by shard.
+
+``write_checkpoint`` draws the tensors of a ``TensorSpec`` stream one at a time,
+moves each to host memory and flushes a shard as soon as it reaches the size
+limit, so at most one shard (plus the tensor being made) is ever held: a model
+larger than host memory can be written from a GPU. The same stream gives the same
+bytes: shard names depend only on the sizes, JSON is written with sorted keys and
+safetensors metadata is fixed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+import torch
+from safetensors.torch import save_file
+
+from sglang_fastpath.models.tensors import TensorSpec
+
+SINGLE_FILE = "model.safetensors"
+INDEX_FILE = "model.safetensors.index.json"
+GIB = 1 << 30
+
+
+@dataclass
+class CheckpointInfo:
+    files: list[str] = field(default_factory=list)
+    tensors: int = 0
+    params: int = 0
+    total_bytes: int = 0  # tensor bytes, as in the index's metadata.total_size
+
+
+def save_tensors(tensors: dict[str, torch.Tensor], path: Path) -> None:
+    """One safetensors file, readable by everyone (safetensors itself creates it 0600)."""
+    save_file(tensors, str(path), metadata={"format": "pt"})
+    os.chmod(path, 0o644)
+
+
+def write_json(path: Path, obj: object) -> None:
+    path.write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n")
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 24), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def shard_name(index: int, count: int) -> str:
+    return f"model-{index:05d}-of-{count:05d}.safetensors"
+
+
+class _ShardWriter:
+    def __init__(self, folder: Path, max_shard_bytes: int) -> None:
+        self.folder = folder
+        self.max_shard_bytes = max_shard_bytes
+        self.pending: dict[str, torch.Tensor] = {}
+        self.pending_bytes = 0
+        self.temp_files: list[Path] = []
+        self.shard_of: dict[str, int] = {}
+        self.info = CheckpointInfo()
+
+    def add(self, spec: TensorSpec) -> None:
+        if spec.name in self.shard_of or spec.name in self.pending:
+            raise ValueError(f"tensor {spec.name} is written twice")
+        tensor = spec.make()
+        if tuple(tensor.shape) != spec.shape or tensor.dtype != spec.dtype:
+            raise ValueError(f"{spec.name}: made {tuple(tensor.shape)} {tensor.dtype}, declared {spec.shape} {spec.dtype}")
+        if self.pending and self.pending_bytes + spec.nbytes > self.max_shard_bytes:
+            self.flush()
+        self.pending[spec.name] = tensor.to("cpu").contiguous()
+        self.pending_bytes += spec.nbytes
+        self.info.tensors += 1
+        self.info.params += spec.param_count
+        self.info.total_bytes += spec.nbytes
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        path = self.folder / f".shard-{len(self.temp_files) + 1:05d}.tmp"
+        save_tensors(self.pending, path)
+        for name in self.pending:
+            self.shard_of[name] = len(self.temp_files)
+        self.temp_files.append(path)
+        self.pending, self.pending_bytes = {}, 0
+
+    def close(self) -> CheckpointInfo:
+        self.flush()
+        count = len(self.temp_files)
+        if count == 1:
+            os.replace(self.temp_files[0], self.folder / SINGLE_FILE)
+            self.info.files = [SINGLE_FILE]
+            return self.info
+        names = [shard_name(i + 1, count) for i in range(count)]
+        for temp, name in zip(self.temp_files, names):
+            os.replace(temp, self.folder / name)
+        index = {"metadata": {"total_size": self.info.total_bytes},
+                 "weight_map": {t: names[i] for t, i in sorted(self.shard_of.items())}}
+        write_json(self.folder / INDEX_FILE, index)
+        self.info.files = [*names, INDEX_FILE]
+        return self.info
+
+
+def write_checkpoint(folder: Path, specs: Iterable[TensorSpec], max_shard_bytes: int = 4 * GIB) -> CheckpointInfo:
+    """Write ``specs`` as safetensors in ``folder``: one file, or shards plus an index."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for stale in [*folder.glob("model*.safetensors"), folder / INDEX_FILE, *folder.glob(".shard-*.tmp")]:
+        stale.unlink(missing_ok=True)
+    writer = _ShardWriter(folder, max_shard_bytes)
+    for spec in specs:
+        writer.add(spec)
+    return writer.close()
+
+
+def measure(specs: Iterable[TensorSpec]) -> CheckpointInfo:
+    """What ``write_checkpoint`` would write, without drawing any tensor."""
+    info = CheckpointInfo()
+    for spec in specs:
+        info.tensors += 1
+        info.params += spec.param_count
+        info.total_bytes += spec.nbytes
+    return info
