@@ -18,6 +18,7 @@ import argparse
 import dataclasses
 import json
 import os
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -86,6 +87,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--calibrate", type=Path, metavar="RESULTS", help="scale estimates by a previous run's timings")
     p.add_argument("--bandwidth", type=float, help="GPU bytes/s for the floor when the GPU is not in floor.py")
     p.add_argument("--no-plot", action="store_true")
+    p.add_argument("--worker", help=argparse.SUPPRESS)  # tests: a command standing in for benchmark.worker
     return p.parse_args(argv)
 
 
@@ -98,15 +100,29 @@ def calibration_from(path: Path | None) -> float:
     return sum(p["seconds"] for p in done) / sum(p["estimate_s"] for p in done)
 
 
+def manifest(models: Path | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(extra ServerArgs the models want, their speculative settings) from models/models.json."""
+    path = models / "models.json" if models else None
+    if path is None or not path.is_file():
+        return {}, {}
+    data = json.loads(path.read_text())
+    extra = {k: v for k, v in (data.get("server_args") or {}).items()
+             if k not in ("model_path", "tokenizer_path") and not k.startswith("speculative_")}
+    return extra, dict(data.get("speculative") or {})
+
+
 def make_plan(args: argparse.Namespace, gpus: int) -> Plan:
     micro, e2e = PROFILE_POINTS[args.profile]
     micro = with_points(micro, bs=args.bs, ks=args.ks, topks=args.topks, ctx=args.ctx, iters=args.iters,
                         eager=args.eager, graph_max_bs=args.cuda_graph_max_bs)
-    e2e = with_points(e2e, bs=args.bs)
+    model_args, speculative = manifest(args.models)
+    e2e = with_points(e2e, bs=args.bs, steps=speculative.get("speculative_num_steps"),
+                      topk=speculative.get("speculative_eagle_topk"),
+                      draft_tokens=speculative.get("speculative_num_draft_tokens"))
     variants = [Variant.parse(v) for v in args.variant]
     models = str(args.models.resolve()) if args.models else "<models>"
     return build_plan(args.profile, variants, models, gpus=gpus, configs=args.configs, backends=args.backends,
-                      kinds=args.kinds, micro=micro, e2e=e2e, server_args=args.server_args,
+                      kinds=args.kinds, micro=micro, e2e=e2e, server_args={**model_args, **args.server_args},
                       calibration=calibration_from(args.calibrate))
 
 
@@ -187,7 +203,8 @@ def run(args: argparse.Namespace) -> int:
 
     save()
     started = time.monotonic()
-    Orchestrator(out_dir, REPO, budget_s=args.budget_s, on_done=save).run_plan(plan)
+    worker = shlex.split(args.worker) if args.worker else None
+    Orchestrator(out_dir, REPO, worker_argv=worker, budget_s=args.budget_s, on_done=save).run_plan(plan)
     meta["elapsed_s"] = round(time.monotonic() - started, 1)
     artifacts.write_json(out_dir / "env.json", artifacts.env_record(
         [Variant.parse(v) for v in args.variant], inventory, REPO, outcomes))

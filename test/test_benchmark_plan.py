@@ -1,0 +1,109 @@
+"""The run plan (lanes, TP=2 phase, budget, filters), the draft tree and the selftest checks."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmark import run, selftest  # noqa: E402
+from benchmark.errors import BenchError  # noqa: E402
+from benchmark.plan import Variant, build_plan  # noqa: E402
+from benchmark.schema import Record, ResultSet  # noqa: E402
+from benchmark.tree import draft_tree  # noqa: E402
+
+VARIANTS = [Variant("stock", "/tmp/site-stock"), Variant("fork", "/tmp/site-fork")]
+
+
+def test_sweep_fits_one_ten_minute_call_and_keeps_variants_on_one_gpu():
+    plan = build_plan("sweep", VARIANTS, "/m", gpus=2)
+    assert plan.estimate_wall_s() <= run.BUDGET_S
+    for lane in plan.lanes:
+        assert all(j.parallel.tp == 1 for j in lane)
+        for i in range(0, len(lane), 2):  # a group's stock and fork run back to back on this GPU
+            assert lane[i].group == lane[i + 1].group
+            assert [lane[i].variant.name, lane[i + 1].variant.name] == ["stock", "fork"]
+    assert {j.parallel.name for j in plan.serial} == {"tp2", "tp2-pcie"}
+    kinds = {(j.kind, j.parallel.name, j.backend) for j in plan.jobs}
+    assert ("e2e", "tp1", "triton") in kinds and ("micro", "tp2-pcie", "triton") in kinds
+    assert {b for k, _c, b in kinds if k == "micro"} == {"default", "triton", "flashinfer"}
+
+
+def test_one_gpu_cannot_run_tp2():
+    plan = build_plan("sweep", VARIANTS, "/m", gpus=1)
+    assert len(plan.lanes) == 1 and not plan.serial
+    assert plan.unrunnable and all("needs 2 GPUs" in why for _job, why in plan.unrunnable)
+
+
+def test_job_spec_carries_parallel_settings():
+    plan = build_plan("sweep", VARIANTS, "/m", gpus=2, configs=["tp2-pcie"], server_args={"dtype": "bfloat16"})
+    job = plan.serial[0]
+    spec = json.loads(json.dumps(job.spec()))
+    assert spec["server_args"] == {"tp_size": 2, "disable_custom_all_reduce": True, "dtype": "bfloat16"}
+    assert job.parallel.env() == {"NCCL_P2P_DISABLE": "1"}
+    assert spec["micro"]["ks"] == [2, 3, 4, 6, 8] and spec["site"] == "/tmp/site-stock"
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    ({"configs": ["tp3"]}, "--configs tp3"), ({"backends": ["fa9"]}, "--backends fa9"),
+    ({"kinds": ["e2e"], "configs": ["tp2"]}, "filters leave nothing")])
+def test_bad_filters_are_named(kwargs, message):
+    with pytest.raises(BenchError, match=message):
+        build_plan("sweep", VARIANTS, "/m", gpus=2, **kwargs)
+
+
+@pytest.mark.parametrize("text", ["stock", "=/x", "a b=/x", "stock="])
+def test_bad_variant_syntax(text):
+    with pytest.raises(BenchError, match="NAME=SITE_DIR"):
+        Variant.parse(text)
+
+
+def test_calibration_scales_estimates():
+    plain = build_plan("quick", VARIANTS, "/m", gpus=1)
+    slow = build_plan("quick", VARIANTS, "/m", gpus=1, calibration=2.0)
+    assert slow.estimate_wall_s() == pytest.approx(2 * plain.estimate_wall_s())
+
+
+def test_dry_run_prints_plan_without_models(capsys):
+    assert run.main(["--dry-run", "--quick", "--gpus", "1", "--variant", "stock=/a", "--variant", "fork=/b"]) == 0
+    out = capsys.readouterr().out
+    assert "plan 'quick': 4 processes on 1 GPU(s), estimated" in out
+    assert "micro-fork-tp1-triton" in out and "e2e-stock-tp1-triton" in out
+
+
+def test_draft_tree_chain_and_tree():
+    chain = draft_tree(4, 1)
+    assert chain.depths == [0, 1, 2, 3] and chain.next_token() == [1, 2, 3, -1]
+    assert chain.mask_rows()[2] == [True, True, True, False]
+    tree = draft_tree(8, 4)
+    assert tree.parents == (-1, 0, 0, 0, 0, 1, 1, 1) and tree.max_depth == 2
+    assert tree.next_token() == [1, 5, -1, -1, -1, -1, -1, -1]
+    assert tree.next_sibling() == [-1, 2, 3, 4, -1, 6, 7, -1]
+    assert tree.mask_rows()[6] == [True, True, False, False, False, False, True, False]
+    flat = tree.flat_mask(ctx=5)
+    assert len(flat) == 8 * (5 + 8) and flat[:5] == [True] * 5
+
+
+def test_selftest_expects_graphs_inside_the_captured_sizes_only():
+    plan = build_plan("selftest", VARIANTS[:1], "/m", gpus=1)
+    checks = {(c.job, c.mode, c.bs, c.topk): c.graph for c in selftest.checks_for(plan) if c.k in (1, 3)}
+    assert checks[("micro-stock-tp1-triton", "verify", 1, 4)] is True
+    assert checks[("micro-stock-tp1-triton", "verify", 4, 1)] is False  # past graph_max_bs 2: eager fallback
+    assert checks[("micro-stock-tp1-triton", "decode_eager", 1, 0)] is False
+
+
+def test_selftest_verdict_names_the_failing_path():
+    plan = build_plan("selftest", VARIANTS[:1], "/m", gpus=1, kinds=["micro"])
+    records = [Record("stock", "tp1", "triton", c.mode, c.bs, c.k, c.topk, c.metric, 1.0, graph=c.graph)
+               for c in selftest.checks_for(plan)]
+    ok, text = selftest.verdict(plan, ResultSet(records=records))
+    assert ok and "FAIL" not in text
+    broken = [r for r in records if not (r.mode == "verify" and r.topk == 4 and r.bs == 1)]
+    errors = [{"job": "micro-stock-tp1-triton", "where": "verify bs=1 k=3 topk=4", "error": "RuntimeError: boom"}]
+    ok, text = selftest.verdict(plan, ResultSet(records=broken, errors=errors))
+    assert not ok
+    assert "FAIL  micro-stock-tp1-triton: verify graph bs=1 k=3 topk=4: verify bs=1 k=3 topk=4: RuntimeError" in text
