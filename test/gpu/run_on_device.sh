@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The one command to run on a GPU host (the device tool runs it from the repository root):
 #
-#   bash test/gpu/run_on_device.sh [--preflight] [PYTEST ARGS... | SCRIPT.py ARGS...]
+#   bash test/gpu/run_on_device.sh [--preflight] [PYTEST ARGS... | --script FILE.py ARGS...]
 #
 # 1. Installs the carried bundle into /tmp/site-fork and, through its stock overlay, pristine
 #    SGLang 0.5.17 into /tmp/site-stock (skipped when that same bundle is already installed).
@@ -10,7 +10,7 @@
 # 2. Sets what SGLang needs offline on these hosts (below) and PYTHONPATH=/tmp/site-fork:python.
 # 3. Prints nvidia-smi and the versions, and checks that sglang.srt.entrypoints.engine imports,
 #    that sglang's metadata is the fork's and that sgl_kernel loaded the common_ops for this GPU.
-# 4. Runs `python3 -m pytest test -m gpu`, or pytest with the given args, or SCRIPT.py ARGS.
+# 4. Runs `python3 -m pytest test -m gpu`, or pytest with the given args, or python3 FILE.py ARGS.
 #    --preflight stops after step 3.
 # Logs go to $OUT (set by the device tool), else .devrun/out. Exit status: step 4's, or 3 when
 # the install or the preflight failed.
@@ -74,7 +74,9 @@ PYTHONPATH=$STOCK timeout -k 5 60 python3 -c 'import importlib.metadata as m; pr
 say "preflight ok"
 [ "$PREFLIGHT" = 1 ] && exit 0
 
-if [ $# -gt 0 ] && [[ "$1" == *.py ]]; then
+if [ "${1:-}" = "--script" ]; then
+  shift
+  [ $# -gt 0 ] || { say "--script needs FILE.py"; exit 3; }
   cmd=(python3 "$@")
 else
   [ $# -gt 0 ] || set -- test -m gpu
