@@ -1,0 +1,188 @@
+"""Patched and pristine SGLang trees for CPU tests, and ways to run their code.
+
+``build_trees`` unpacks the pinned wheels (0.5.17 and the 0.5.9 backport base)
+once per session, pristine and with their series applied. Two ways to run the
+code of a tree on a CPU machine without SGLang's GPU dependencies:
+
+* ``TreeImporter.use(tree)`` makes ``import sglang.srt...`` resolve to that
+  tree, for modules whose imports are light (the flag modules, parallel_state).
+  ``sglang/__init__.py`` (the frontend language API) is skipped, and
+  ``torchvision`` gets a stub when it is not installed: SGLang imports
+  ``torchvision.io.decode_jpeg`` at module level and never calls it here.
+* ``load_defs(path, names)`` executes only the named top-level functions or
+  classes (``Class.method`` for a method) of a source file, with the module's
+  own imports for the names they use. For code whose module drags in model,
+  tokenizer or kernel packages (EagerRunner, ModelRunner, ForwardMode).
+"""
+
+from __future__ import annotations
+
+import ast
+import dis
+import importlib
+import importlib.machinery
+import sys
+import types
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sglang_fastpath.fetch import fetch_pinned
+from sglang_fastpath.paths import patches_dir
+from sglang_fastpath.pins import BASE_VERSION
+from sglang_fastpath.series import read_series
+from sglang_fastpath.tree import build_tree, unpack_pristine
+
+BACKPORT_VERSION = "0.5.9"
+
+
+@dataclass(frozen=True)
+class Trees:
+    patched: Path  # 0.5.17 + patches/series, the repository root of the tree
+    pristine: Path
+    backport: Path  # 0.5.9 + patches/backport/v0.5.9/series
+    backport_pristine: Path
+
+    def get(self, name: str) -> Path:
+        return getattr(self, name)
+
+
+def build_trees(root: Path) -> Trees:
+    trees = Trees(root / "patched", root / "pristine", root / "backport", root / "backport_pristine")
+    build_tree(fetch_pinned(BASE_VERSION), read_series(patches_dir()), trees.patched)
+    unpack_pristine(fetch_pinned(BASE_VERSION), trees.pristine)
+    backport_dir = patches_dir() / "backport" / f"v{BACKPORT_VERSION}"
+    build_tree(fetch_pinned(BACKPORT_VERSION), read_series(backport_dir), trees.backport)
+    unpack_pristine(fetch_pinned(BACKPORT_VERSION), trees.backport_pristine)
+    return trees
+
+
+def source(tree: Path, module: str) -> Path:
+    """``sglang.srt.x.y`` -> its file in ``tree``."""
+    return tree / "python" / (module.replace(".", "/") + ".py")
+
+
+def _stub_torchvision() -> None:
+    try:
+        importlib.import_module("torchvision.io")
+        return
+    except ImportError:
+        pass
+    tv = types.ModuleType("torchvision")
+    tv.__path__ = []
+    tv.__spec__ = importlib.machinery.ModuleSpec("torchvision", None, is_package=True)
+    io = types.ModuleType("torchvision.io")
+    io.__spec__ = importlib.machinery.ModuleSpec("torchvision.io", None)
+
+    def decode_jpeg(*args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError("torchvision stub (sglang-fastpath CPU tests)")
+
+    io.decode_jpeg = decode_jpeg
+    tv.io = io
+    sys.modules["torchvision"] = tv
+    sys.modules["torchvision.io"] = io
+
+
+class TreeImporter:
+    """Switch ``sys.modules['sglang...']`` between trees (one at a time)."""
+
+    current: Path | None = None
+
+    @classmethod
+    def use(cls, tree: Path) -> None:
+        if cls.current == tree:
+            return
+        for name in [n for n in sys.modules if n == "sglang" or n.startswith("sglang.")]:
+            del sys.modules[name]
+        python_dir = str(tree / "python")
+        if cls.current is not None:
+            old = str(cls.current / "python")
+            sys.path[:] = [p for p in sys.path if p != old]
+        sys.path.insert(0, python_dir)
+        package = types.ModuleType("sglang")
+        package.__path__ = [str(tree / "python" / "sglang")]
+        package.__spec__ = importlib.machinery.ModuleSpec("sglang", None, is_package=True)
+        sys.modules["sglang"] = package
+        _stub_torchvision()
+        cls.current = tree
+
+    @classmethod
+    def module(cls, tree: Path, name: str) -> types.ModuleType:
+        cls.use(tree)
+        return importlib.import_module(name)
+
+
+def _import_table(module: ast.Module) -> dict[str, ast.stmt]:
+    """Top-level name -> the import statement that binds it."""
+    table: dict[str, ast.stmt] = {}
+    for node in module.body:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                table[(alias.asname or alias.name).split(".")[0]] = node
+        elif isinstance(node, ast.ImportFrom) and node.module != "__future__":
+            for alias in node.names:
+                table[alias.asname or alias.name] = node
+    return table
+
+
+def _used_names(code: types.CodeType) -> set[str]:
+    """Global names the code (and its nested functions and classes) reads."""
+    names = {i.argval for i in dis.get_instructions(code) if i.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _used_names(const)
+    return names
+
+
+def _find_def(module: ast.Module, name: str) -> ast.stmt:
+    scope, _, attr = name.partition(".")
+    for node in module.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name == scope:
+            if not attr:
+                return node
+            assert isinstance(node, ast.ClassDef), f"{scope} is not a class"
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and item.name == attr:
+                    return item
+    raise LookupError(f"{name} not found")
+
+
+def load_defs(path: Path, names: list[str], extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Execute the definitions ``names`` of ``path``; return them by name.
+
+    Decorators are kept; annotations are not evaluated (``from __future__
+    import annotations``). A name a definition uses is bound from ``extra``
+    first, else by running the module's own import for it (the tree must be
+    active in ``TreeImporter`` if that import is from ``sglang``).
+    """
+    module = ast.parse(path.read_text(), filename=str(path))
+    imports = _import_table(module)
+    namespace: dict[str, Any] = {"__name__": f"defs_of_{path.stem}", **(extra or {})}
+    nodes = [_find_def(module, name) for name in names]
+    tree = ast.Module(body=nodes, type_ignores=[])
+    code = compile(ast.fix_missing_locations(tree), str(path), "exec", flags=annotations_flag())
+    for name in sorted(_used_names(code)):
+        if name in namespace or name not in imports:
+            continue
+        stmt = imports[name]
+        exec(compile(ast.Module(body=[stmt], type_ignores=[]), str(path), "exec"), namespace)
+    exec(code, namespace)
+    # A method is defined at the top level of the namespace, under its own name.
+    return {name: namespace[node.name] for name, node in zip(names, nodes)}
+
+
+def annotations_flag() -> int:
+    import __future__
+
+    return __future__.annotations.compiler_flag
+
+
+_built: Trees | None = None
+
+
+def session_trees(tmp_path_factory: Any) -> Trees:
+    """The trees, built once per test session whichever test module asks first."""
+    global _built
+    if _built is None:
+        _built = build_trees(tmp_path_factory.mktemp("sglang-trees"))
+    return _built
