@@ -10,12 +10,11 @@ safetensors metadata is fixed.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from collections.abc import Iterable
 
 import torch
 from safetensors.torch import save_file
@@ -45,14 +44,6 @@ def write_json(path: Path, obj: object) -> None:
     path.write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n")
 
 
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 24), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def shard_name(index: int, count: int) -> str:
     return f"model-{index:05d}-of-{count:05d}.safetensors"
 
@@ -72,7 +63,8 @@ class _ShardWriter:
             raise ValueError(f"tensor {spec.name} is written twice")
         tensor = spec.make()
         if tuple(tensor.shape) != spec.shape or tensor.dtype != spec.dtype:
-            raise ValueError(f"{spec.name}: made {tuple(tensor.shape)} {tensor.dtype}, declared {spec.shape} {spec.dtype}")
+            raise ValueError(f"{spec.name}: made {tuple(tensor.shape)} {tensor.dtype}, "
+                             f"declared {spec.shape} {spec.dtype}")
         if self.pending and self.pending_bytes + spec.nbytes > self.max_shard_bytes:
             self.flush()
         self.pending[spec.name] = tensor.to("cpu").contiguous()
@@ -99,7 +91,7 @@ class _ShardWriter:
             self.info.files = [SINGLE_FILE]
             return self.info
         names = [shard_name(i + 1, count) for i in range(count)]
-        for temp, name in zip(self.temp_files, names):
+        for temp, name in zip(self.temp_files, names, strict=True):
             os.replace(temp, self.folder / name)
         index = {"metadata": {"total_size": self.info.total_bytes},
                  "weight_map": {t: names[i] for t, i in sorted(self.shard_of.items())}}

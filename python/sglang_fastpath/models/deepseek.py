@@ -15,7 +15,7 @@ order one; oracle wiring zeroes ``o_proj`` and every MLP/expert ``down_proj``.
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import torch
 

@@ -29,7 +29,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_shape_arguments(p, DEFAULTS, only_layers=True)
 
 
-def plan_from_args(args: argparse.Namespace) -> "PairPlan":
+def plan_from_args(args: argparse.Namespace) -> PairPlan:
     return plan("dense", options_from_args(args, DEFAULTS))
 
 

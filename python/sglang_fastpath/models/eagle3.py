@@ -10,7 +10,7 @@ stored: SGLang gives the draft the target's embedding.
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import torch
 

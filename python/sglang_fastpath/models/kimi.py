@@ -27,7 +27,7 @@ SCALED_DRAFT_VOCAB, SCALED_TOKENIZER_VOCAB = 2048, 4096
 
 
 def plan(shape: DeepseekShape, experts: ExpertDtype = ExpertDtype.INT4, wiring: Wiring = Wiring.ORACLE,
-         scaled_down: bool = False) -> "PairPlan":
+         scaled_down: bool = False) -> PairPlan:
     from sglang_fastpath.models import deepseek  # torch: only when a model is made
     from sglang_fastpath.models.pair import PairPlan
 
@@ -62,7 +62,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="tests only: every width shrunk (hidden 256, 8 experts, vocab 4096) to build on a CPU")
 
 
-def plan_from_args(args: argparse.Namespace) -> "PairPlan":
+def plan_from_args(args: argparse.Namespace) -> PairPlan:
     base = DeepseekShape.scaled_down() if args.scale_down else DeepseekShape()
     shape = base.with_overrides(layers=args.layers, routed_experts=args.routed_experts)
     return plan(shape, ExpertDtype(args.experts), Wiring(args.wiring), args.scale_down)

@@ -8,7 +8,7 @@ the embedding / lm_head (the walk's codes); see ``walk.py``.
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from sglang_fastpath.models.shapes import LlamaShape
 from sglang_fastpath.models.tensors import DTYPE_NAME, TensorFactory, TensorSpec

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from sglang_fastpath.models.pair import PairPlan
 
 
-def plan(kind: str, options: LlamaPairOptions) -> "PairPlan":
+def plan(kind: str, options: LlamaPairOptions) -> PairPlan:
     from sglang_fastpath.models import llama  # torch: only when a model is made
     from sglang_fastpath.models.pair import PairPlan
 

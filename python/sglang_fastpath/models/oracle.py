@@ -29,7 +29,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_shape_arguments(p, DEFAULTS)
 
 
-def plan_from_args(args: argparse.Namespace) -> "PairPlan":
+def plan_from_args(args: argparse.Namespace) -> PairPlan:
     return plan("oracle", options_from_args(args, DEFAULTS))
 
 

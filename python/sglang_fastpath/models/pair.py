@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 import torch
 
+from sglang_fastpath.fetch import sha256_of
 from sglang_fastpath.models import eagle3
-from sglang_fastpath.models.checkpoint import (GIB, CheckpointInfo, measure, save_tensors, sha256_file,
-                                                write_checkpoint, write_json)
+from sglang_fastpath.models.checkpoint import GIB, CheckpointInfo, measure, save_tensors, write_checkpoint, write_json
 from sglang_fastpath.models.shapes import DraftShape, Wiring
 from sglang_fastpath.models.tensors import DTYPE_NAME, StableRng, TensorFactory, TensorSpec, derive_seed
 from sglang_fastpath.models.tokenizer import FILES as TOKENIZER_FILES
@@ -64,7 +64,7 @@ def _side(folder: Path, info: CheckpointInfo, config: dict, summary: dict) -> di
         "folder": folder.name, "architecture": config["architectures"][0], "shape": summary,
         "params": info.params, "tensor_bytes": info.total_bytes,
         "bytes": sum((folder / f).stat().st_size for f in files),
-        "sha256": {f: sha256_file(folder / f) for f in files},
+        "sha256": {f: sha256_of(folder / f) for f in files},
     }
 
 

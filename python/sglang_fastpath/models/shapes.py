@@ -131,13 +131,13 @@ class DeepseekShape:
                 raise FastpathError(f"{what} {value} is not a multiple of the INT4 group size {INT4_GROUP_SIZE}")
 
     @classmethod
-    def scaled_down(cls) -> "DeepseekShape":
+    def scaled_down(cls) -> DeepseekShape:
         """Every width shrunk so a DeepSeek-V3-shaped model is built and run in seconds on a CPU (tests)."""
         return cls(layers=3, hidden=256, intermediate=512, moe_intermediate=64, routed_experts=8,
                    experts_per_token=2, heads=4, q_lora_rank=96, kv_lora_rank=64, qk_nope_dim=32,
                    qk_rope_dim=16, v_head_dim=32, vocab=4096, max_position=4096)
 
-    def with_overrides(self, **changes: int | None) -> "DeepseekShape":
+    def with_overrides(self, **changes: int | None) -> DeepseekShape:
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
 
     def is_moe(self, layer: int) -> bool:

@@ -13,7 +13,7 @@ import hashlib
 import math
 import random
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 

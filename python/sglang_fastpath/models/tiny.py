@@ -26,7 +26,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """The tiny pair has no shape options: it is the fixed demo pair."""
 
 
-def plan_from_args(args: argparse.Namespace) -> "PairPlan":
+def plan_from_args(args: argparse.Namespace) -> PairPlan:
     return plan("tiny", replace(DEFAULTS, wiring=Wiring(args.wiring)))
 
 

@@ -145,7 +145,7 @@ class Walk:
         up = torch.zeros(intermediate, self.hidden, device=device)
         down = torch.zeros(self.hidden, intermediate, device=device)
         gamma = GATE_GAIN / self.u
-        for n, (c, nxt) in enumerate(zip(coords, succ)):
+        for n, (c, nxt) in enumerate(zip(coords, succ, strict=True)):
             for neuron, sign in ((2 * n, 1.0), (2 * n + 1, -1.0)):
                 gate[neuron, c] = sign * gamma
                 up[neuron, self.bias_coord] = 1.0
