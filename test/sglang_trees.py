@@ -23,9 +23,12 @@ import importlib
 import importlib.machinery
 import sys
 import types
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from sglang_fastpath.fetch import fetch_pinned
 from sglang_fastpath.paths import patches_dir
@@ -62,9 +65,12 @@ def source(tree: Path, module: str) -> Path:
     return tree / "python" / (module.replace(".", "/") + ".py")
 
 
-def _stub_torchvision() -> None:
+@contextmanager
+def _torchvision_stub():
+    """A stand-in ``torchvision.io`` while SGLang modules import, if the real one cannot load."""
     try:
         importlib.import_module("torchvision.io")
+        yield
         return
     except ImportError:
         pass
@@ -79,37 +85,58 @@ def _stub_torchvision() -> None:
 
     io.decode_jpeg = decode_jpeg
     tv.io = io
-    sys.modules["torchvision"] = tv
-    sys.modules["torchvision.io"] = io
+    sys.modules.update({"torchvision": tv, "torchvision.io": io})
+    try:
+        yield
+    finally:
+        # Gone again, so that other tests' imports (transformers) see no torchvision.
+        for name in ("torchvision", "torchvision.io"):
+            sys.modules.pop(name, None)
+
+
+def _is_sglang(name: str) -> bool:
+    return name == "sglang" or name.startswith("sglang.")
 
 
 class TreeImporter:
-    """Switch ``sys.modules['sglang...']`` between trees (one at a time)."""
+    """Point ``sys.modules['sglang...']`` at one tree at a time; ``restore`` undoes it."""
 
     current: Path | None = None
+    _saved: dict[str, types.ModuleType] | None = None
+
+    @classmethod
+    def _drop(cls) -> None:
+        for name in [n for n in sys.modules if _is_sglang(n)]:
+            del sys.modules[name]
+        if cls.current is not None:
+            old = str(cls.current / "python")
+            sys.path[:] = [p for p in sys.path if p != old]
 
     @classmethod
     def use(cls, tree: Path) -> None:
         if cls.current == tree:
             return
-        for name in [n for n in sys.modules if n == "sglang" or n.startswith("sglang.")]:
-            del sys.modules[name]
-        python_dir = str(tree / "python")
-        if cls.current is not None:
-            old = str(cls.current / "python")
-            sys.path[:] = [p for p in sys.path if p != old]
-        sys.path.insert(0, python_dir)
+        if cls._saved is None:
+            cls._saved = {n: m for n, m in sys.modules.items() if _is_sglang(n)}
+        cls._drop()
+        sys.path.insert(0, str(tree / "python"))
         package = types.ModuleType("sglang")
         package.__path__ = [str(tree / "python" / "sglang")]
         package.__spec__ = importlib.machinery.ModuleSpec("sglang", None, is_package=True)
         sys.modules["sglang"] = package
-        _stub_torchvision()
         cls.current = tree
 
     @classmethod
     def module(cls, tree: Path, name: str) -> types.ModuleType:
         cls.use(tree)
-        return importlib.import_module(name)
+        with _torchvision_stub():
+            return importlib.import_module(name)
+
+    @classmethod
+    def restore(cls) -> None:
+        cls._drop()
+        sys.modules.update(cls._saved or {})
+        cls.current, cls._saved = None, None
 
 
 def _import_table(module: ast.Module) -> dict[str, ast.stmt]:
@@ -165,7 +192,8 @@ def load_defs(path: Path, names: list[str], extra: dict[str, Any] | None = None)
         if name in namespace or name not in imports:
             continue
         stmt = imports[name]
-        exec(compile(ast.Module(body=[stmt], type_ignores=[]), str(path), "exec"), namespace)
+        with _torchvision_stub():
+            exec(compile(ast.Module(body=[stmt], type_ignores=[]), str(path), "exec"), namespace)
     exec(code, namespace)
     # A method is defined at the top level of the namespace, under its own name.
     return {name: namespace[node.name] for name, node in zip(names, nodes)}
@@ -180,9 +208,11 @@ def annotations_flag() -> int:
 _built: Trees | None = None
 
 
-def session_trees(tmp_path_factory: Any) -> Trees:
-    """The trees, built once per test session whichever test module asks first."""
+@pytest.fixture(scope="module")
+def trees(tmp_path_factory: pytest.TempPathFactory):
+    """The trees, built once per session; each test module's SGLang imports undone after it."""
     global _built
     if _built is None:
         _built = build_trees(tmp_path_factory.mktemp("sglang-trees"))
-    return _built
+    yield _built
+    TreeImporter.restore()

@@ -9,21 +9,15 @@ set the module's capture probe (the one CUDA query it makes) to True.
 from __future__ import annotations
 
 import logging
-import os
 import socket
 
 import pytest
 import torch
 import torch.distributed as dist
 
-from sglang_trees import TreeImporter, load_defs, session_trees, source
+from sglang_trees import TreeImporter, load_defs, source, trees  # noqa: F401 (trees: a module-scoped fixture)
 
 STATS = "sglang.srt.distributed.all_reduce_stats"
-
-
-@pytest.fixture(scope="module")
-def trees(tmp_path_factory):
-    return session_trees(tmp_path_factory)
 
 
 @pytest.fixture
@@ -172,14 +166,16 @@ def test_prometheus_export_sends_increments(stats, ForwardMode) -> None:
 
 @pytest.fixture(scope="module")
 def gloo_group():
-    if not dist.is_initialized():
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-        os.environ["MASTER_PORT"] = str(port)
-        dist.init_process_group("gloo", rank=0, world_size=1)
-    return dist.group.WORLD
+    """A one-process gloo group on the loopback interface, torn down after the module."""
+    if dist.is_initialized():
+        yield dist.group.WORLD
+        return
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
+    yield dist.group.WORLD
+    dist.destroy_process_group()
 
 
 def coordinator(trees, group, **comms):

@@ -17,17 +17,12 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from sglang_trees import load_defs, session_trees, source
+from sglang_trees import load_defs, source, trees  # noqa: F401 (trees: a module-scoped fixture)
 
 SHOWS_THE_BUG = pytest.mark.xfail(
     strict=True, raises=(AssertionError, pytest.fail.Exception), reason="pristine 0.5.9 has the bug"
 )
 BACKPORT_AND_PRISTINE = ["backport", pytest.param("backport_pristine", marks=SHOWS_THE_BUG)]
-
-
-@pytest.fixture(scope="module")
-def trees(tmp_path_factory):
-    return session_trees(tmp_path_factory)
 
 
 class Calls:

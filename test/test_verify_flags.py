@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from sglang_trees import TreeImporter, load_defs, session_trees, source
+from sglang_trees import TreeImporter, load_defs, source, trees  # noqa: F401 (trees: a module-scoped fixture)
 
 TC = "sglang.srt.model_executor.runner_backend_utils.tc_piecewise_cuda_graph.context_manager"
 BCG = "sglang.srt.model_executor.runner_backend_utils.breakable_cuda_graph.context"
@@ -28,11 +28,6 @@ SHOWS_THE_BUG = pytest.mark.xfail(
     strict=True, raises=(AssertionError, pytest.fail.Exception), reason="pristine 0.5.17 has the bug"
 )
 PATCHED_AND_PRISTINE = ["patched", pytest.param("pristine", marks=SHOWS_THE_BUG)]
-
-
-@pytest.fixture(scope="module")
-def trees(tmp_path_factory):
-    return session_trees(tmp_path_factory)
 
 
 class Tree:
