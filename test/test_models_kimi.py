@@ -62,6 +62,10 @@ def test_config_keys_and_quantization_config(built: dict[str, Path]) -> None:
     cfg = transformers.AutoConfig.from_pretrained(built["int4"] / "target")
     assert type(cfg).__name__ == "DeepseekV3Config" and cfg.dtype == torch.bfloat16
     assert cfg.rope_parameters["rope_type"] == "yarn"
+    draft = json.loads((built["int4"] / "draft" / "config.json").read_text())
+    # configs/model_config.py _derive_context_length: a draft shorter than the target's context is refused.
+    assert draft["max_position_embeddings"] >= q4["max_position_embeddings"]
+    assert kimi.plan(DeepseekShape()).draft.max_position >= DeepseekShape().max_position
     qc = q4["quantization_config"]
     w = qc["config_groups"]["group_0"]["weights"]
     # compressed_tensors.py: _is_wNa16_group_channel / _is_wint4abf16 -> CompressedTensorsWNA16MoE (Marlin) or
@@ -84,8 +88,8 @@ def test_only_routed_experts_are_quantized() -> None:
     fused = {"fused_qkv_a_proj_with_mqa": ["q_a_proj", "kv_a_proj_with_mqa"]}  # DeepseekV2ForCausalLM mapping
     bf16_linears = [f"model.layers.{i}.self_attn.{p}" for i in (0, 1)
                     for p in ("q_b_proj", "kv_b_proj", "o_proj")]
-    bf16_linears += ["model.layers.0.mlp.gate_up_proj", "model.layers.0.mlp.down_proj",
-                     "model.layers.1.mlp.shared_experts.gate_up_proj", "model.layers.1.mlp.shared_experts.down_proj"]
+    bf16_linears += [f"{p}.{m}" for p in ("model.layers.0.mlp", "model.layers.1.mlp.shared_experts")
+                     for m in ("gate_up_proj", "down_proj", "gate_proj", "up_proj")]  # fused name or its shards
     for name in bf16_linears:
         assert _ignored(name, ignore), name
     for shard in fused["fused_qkv_a_proj_with_mqa"]:

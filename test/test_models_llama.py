@@ -71,6 +71,8 @@ def test_configs_have_exactly_the_keys_sglang_reads(pairs: dict[str, Path], kind
     dcfg = transformers.AutoConfig.from_pretrained(pairs[kind] / "draft")
     assert dcfg.draft_vocab_size == _manifest(pairs[kind])["draft"]["shape"]["draft_vocab"]
     assert dcfg.target_hidden_size == target["hidden_size"] and dcfg.num_hidden_layers == 1
+    # SGLang runs the draft at the target's context length and refuses a shorter draft (_derive_context_length).
+    assert draft["max_position_embeddings"] >= target["max_position_embeddings"]
     ids = dcfg.eagle_config["eagle_aux_hidden_state_layer_ids"]
     assert len(ids) == 3 and all(0 <= i < target["num_hidden_layers"] - 1 for i in ids)
 

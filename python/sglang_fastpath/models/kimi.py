@@ -34,12 +34,13 @@ def plan(shape: DeepseekShape, experts: ExpertDtype = ExpertDtype.INT4, wiring: 
     if scaled_down:
         draft = DraftShape(hidden=shape.hidden, intermediate=2 * shape.hidden, heads=4, kv_heads=2, head_dim=64,
                            vocab=shape.vocab, target_hidden=shape.hidden,
-                           aux_layer_ids=aux_layer_ids(shape.layers), rms_eps=shape.rms_eps)
+                           aux_layer_ids=aux_layer_ids(shape.layers), max_position=shape.max_position,
+                           rms_eps=shape.rms_eps)
         draft_vocab, tokenizer_vocab = SCALED_DRAFT_VOCAB, SCALED_TOKENIZER_VOCAB
     else:
         draft = DraftShape(hidden=shape.hidden, intermediate=shape.intermediate, heads=64, kv_heads=8, head_dim=128,
                            vocab=shape.vocab, target_hidden=shape.hidden,
-                           aux_layer_ids=aux_layer_ids(shape.layers), max_position=8192,
+                           aux_layer_ids=aux_layer_ids(shape.layers), max_position=shape.max_position,
                            rope_theta=shape.rope_theta, rms_eps=shape.rms_eps)
         draft_vocab, tokenizer_vocab = DRAFT_VOCAB, TOKENIZER_VOCAB
 

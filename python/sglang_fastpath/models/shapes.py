@@ -76,7 +76,11 @@ def aux_layer_ids(target_layers: int) -> tuple[int, ...]:
 
 @dataclass(frozen=True)
 class DraftShape:
-    """The one-layer EAGLE-3 draft; ``vocab`` is the target's vocabulary."""
+    """The one-layer EAGLE-3 draft; ``vocab`` is the target's vocabulary.
+
+    ``max_position`` must not be below the target's: SGLang runs the draft at the
+    target's context length and refuses a draft whose own is shorter.
+    """
     hidden: int
     intermediate: int
     heads: int
