@@ -23,6 +23,15 @@ from benchmark.tokens import token_ids
 SEED = 4321
 
 
+class EngineFailed(RuntimeError):
+    """A SGLang subprocess of the engine died (it sends SIGQUIT to this process)."""
+
+
+def on_child_failure(signum: int, frame: Any) -> None:
+    """SIGQUIT handler: fail this engine, not the whole job (SGLang's default kills the process tree)."""
+    raise EngineFailed("a SGLang subprocess of the engine failed (SIGQUIT); its traceback is in this job's log")
+
+
 def engine_kwargs(spec: dict[str, Any], speculative: bool) -> dict[str, Any]:
     e = spec["e2e"]
     bs_max = max(e["bs"])
@@ -38,7 +47,8 @@ def engine_kwargs(spec: dict[str, Any], speculative: bool) -> dict[str, Any]:
         disable_prefill_cuda_graph=True,
         disable_radix_cache=True,
         random_seed=0,
-        log_level="warning",
+        log_level="info",
+        custom_sigquit_handler=on_child_failure,
     )
     if speculative:
         kwargs.update(speculative_algorithm="EAGLE3",
@@ -99,4 +109,7 @@ def run_job(spec: dict[str, Any], sink: Sink, out: str) -> int:
         except Exception as exc:  # noqa: BLE001 - spec on still runs when spec off failed
             sink.error(f"{'e2e_spec' if speculative else 'e2e_nospec'} engine", exc)
             failed = 1
+            from sglang.srt.utils import kill_process_tree
+
+            kill_process_tree(os.getpid(), include_parent=False)  # what the failed engine left running
     return failed

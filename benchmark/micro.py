@@ -50,7 +50,7 @@ def server_kwargs(spec: dict[str, Any]) -> dict[str, Any]:
         disable_prefill_cuda_graph=True,
         disable_radix_cache=True,
         random_seed=0,
-        log_level="warning",
+        log_level="info",
     )
     if graph_bs:
         kwargs["cuda_graph_bs_decode"] = graph_bs
