@@ -29,7 +29,7 @@ WORKER_ARGV = [sys.executable, "-m", "benchmark.worker"]
 # Multicast stays off on the lent multi-GPU hosts (it can take shared GPUs out of service).
 NVLS_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 BASE_ENV = {"PYTHONUNBUFFERED": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-            "TOKENIZERS_PARALLELISM": "false", **NVLS_OFF}
+            "TOKENIZERS_PARALLELISM": "false", "TQDM_DISABLE": "1", **NVLS_OFF}
 MIN_TIMEOUT_S = 120.0
 
 

@@ -31,6 +31,19 @@ def _series(records: list[Record]) -> dict[tuple, list[Record]]:
     return {key: sorted(rs, key=lambda r: r.bs) for key, rs in series.items()}
 
 
+def _bs_axis(ax, sizes: list[int]) -> None:
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(sizes)
+    ax.set_xticklabels([str(b) for b in sizes])
+
+
+def _save(plt, fig, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def plot_steps(plt, results: ResultSet, out_dir: Path) -> list[Path]:
     groups: dict[tuple, list[Record]] = defaultdict(list)
     for r in results.records:
@@ -65,16 +78,13 @@ def plot_steps(plt, results: ResultSet, out_dir: Path) -> list[Path]:
                         ax_ratio.plot(*zip(*pts), "-o", ms=3, color="black" if mode == "decode" else colors[k])
                 ax_ratio.axhline(1.0, color="gray", lw=0.8)
                 ax_ratio.set_ylabel(f"{variants[-1]} / {variants[0]}")
-            ax.set_xscale("log", base=2)
-            ax.set_ylabel("ms per step (median)")
+            _bs_axis(ax_ratio, sorted({r.bs for r in chosen}))
+            ax.set_yscale("log")
+            ax.set_ylabel("ms per step (median, log scale)")
             ax.set_title(f"{config} {backend} topk={topk}: filled = CUDA graph, hollow = eager, dotted = floor")
             ax.legend(fontsize=7, ncol=2)
             ax_ratio.set_xlabel("batch size")
-            path = out_dir / f"step_{config}_{backend}_topk{topk}.png"
-            fig.tight_layout()
-            fig.savefig(path, dpi=110)
-            plt.close(fig)
-            written.append(path)
+            written.append(_save(plt, fig, out_dir / f"step_{config}_{backend}_topk{topk}.png"))
     return written
 
 
@@ -92,16 +102,12 @@ def plot_e2e(plt, results: ResultSet, out_dir: Path) -> list[Path]:
             color = "tab:red" if mode == "e2e_spec" else "tab:blue"
             ax.plot([r.bs for r in rs], [r.value for r in rs], style + "o", color=color, ms=4,
                     label=f"{variant} {'spec on' if mode == 'e2e_spec' else 'spec off'}")
-        ax.set_xscale("log", base=2)
+        _bs_axis(ax, sorted({r.bs for r in records}))
         ax.set_xlabel("batch size")
         ax.set_ylabel("output tokens/s")
         ax.set_title(f"end to end, {config} {backend}")
         ax.legend(fontsize=8)
-        path = out_dir / f"e2e_{config}_{backend}.png"
-        fig.tight_layout()
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        written.append(path)
+        written.append(_save(plt, fig, out_dir / f"e2e_{config}_{backend}.png"))
     return written
 
 

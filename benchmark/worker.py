@@ -38,7 +38,7 @@ def versions() -> dict[str, Any]:
 
 
 def check_site(site: str, sglang_file: str) -> None:
-    if not Path(sglang_file).resolve().is_relative_to(Path(site).resolve()):
+    if not Path(os.path.abspath(sglang_file)).is_relative_to(os.path.abspath(site)):  # symlinks as given
         raise RuntimeError(f"sglang was imported from {sglang_file}, not from the variant's site {site}; "
                            "check the site folder holds sglang/ and nothing earlier on sys.path shadows it")
 
