@@ -31,7 +31,7 @@ def records_of(outcome: JobOutcome) -> tuple[list[Record], list[dict[str, Any]]]
                 errors.append({**base, "job": job.name, "where": "record", "error": str(exc)})
         elif kind == "error":
             errors.append({**base, "job": job.name, **{k: v for k, v in line.items() if k != "type"}})
-    if outcome.status != "ok":
+    if outcome.status not in ("ok", "unrunnable"):  # a job this machine cannot run is no failure
         errors.append({**base, "job": job.name, "where": "process",
                        "error": f"{outcome.status}: {outcome.note or f'exit status {outcome.rc}'} (see {outcome.log})"})
     return records, errors

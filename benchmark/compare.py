@@ -88,7 +88,11 @@ def judge(key: Key, base: Record, new: Record, threshold: float) -> Move | None:
     return Move(key, base.value, new.value, base.direction, (moved and worse) or graph_lost, graph_lost)
 
 
-def compare_maps(base: dict[Key, Record], new: dict[Key, Record], threshold: float = THRESHOLD) -> Comparison:
+def compare_maps(base: dict[Key, Record], new: dict[Key, Record], threshold: float = THRESHOLD,
+                 metrics: tuple[str, ...] | None = None) -> Comparison:
+    if metrics is not None:
+        base = {k: r for k, r in base.items() if r.metric in metrics}
+        new = {k: r for k, r in new.items() if r.metric in metrics}
     result = Comparison(threshold)
     for key in sorted(base.keys() & new.keys()):
         result.compared += 1
@@ -105,7 +109,7 @@ def compare_files(base: ResultSet, new: ResultSet, threshold: float = THRESHOLD)
 
 
 def compare_variants(results: ResultSet, base_variant: str, new_variant: str,
-                     threshold: float = THRESHOLD) -> Comparison:
+                     threshold: float = THRESHOLD, metrics: tuple[str, ...] | None = None) -> Comparison:
     """``new_variant`` against ``base_variant`` in one file; keys are reported under the new variant."""
     by_key = results.by_key()
     variants = {k[0] for k in by_key}
@@ -114,7 +118,7 @@ def compare_variants(results: ResultSet, base_variant: str, new_variant: str,
             raise BenchError(f"variant {name!r} is not in the results; it has {', '.join(sorted(variants)) or 'none'}")
     base = {(new_variant, *k[1:]): r for k, r in by_key.items() if k[0] == base_variant}
     new = {k: r for k, r in by_key.items() if k[0] == new_variant}
-    return compare_maps(base, new, threshold)
+    return compare_maps(base, new, threshold, metrics)
 
 
 def main(argv: list[str] | None = None) -> int:

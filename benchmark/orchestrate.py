@@ -36,7 +36,7 @@ MIN_TIMEOUT_S = 120.0
 @dataclass
 class JobOutcome:
     job: Job
-    status: str  # ok | failed | timeout | skipped
+    status: str  # ok | failed | timeout | skipped (budget) | unrunnable (too few GPUs)
     seconds: float = 0.0
     rc: int | None = None
     gpus: str = ""
@@ -110,7 +110,7 @@ class Orchestrator:
         for job in plan.serial:
             self._finish(outcomes, self.run_job(job, ",".join(gpus.split(",")[:job.parallel.tp])))
         for job, why in plan.unrunnable:
-            self._finish(outcomes, JobOutcome(job, "skipped", note=why))
+            self._finish(outcomes, JobOutcome(job, "unrunnable", note=why))
         return outcomes
 
     def _finish(self, outcomes: list[JobOutcome], outcome: JobOutcome) -> None:

@@ -133,8 +133,9 @@ def check_inputs(args: argparse.Namespace, plan: Plan) -> None:
         if not (args.models / part).exists():
             raise BenchError(f"{args.models / part}: missing; --models must hold target/ and draft/")
     for job in plan.jobs:
-        if not Path(job.variant.site).is_dir():
-            raise BenchError(f"--variant {job.variant.name}={job.variant.site}: no such folder")
+        if not (Path(job.variant.site) / "sglang").is_dir():
+            raise BenchError(f"--variant {job.variant.name}={job.variant.site}: no sglang/ in that folder; "
+                             "give the site folder the bundle installed into")
 
 
 def finish(results: ResultSet, out_dir: Path, args: argparse.Namespace, plan: Plan) -> int:
@@ -154,7 +155,8 @@ def finish(results: ResultSet, out_dir: Path, args: argparse.Namespace, plan: Pl
             print(f"plots skipped: {exc}")
     variants = list(dict.fromkeys(j.variant.name for j in plan.jobs))
     if len(variants) > 1 and results.records:
-        side = compare.compare_variants(results, variants[0], variants[-1], args.threshold)
+        side = compare.compare_variants(results, variants[0], variants[-1], args.threshold,
+                                        metrics=("latency_ms", "tokens_per_s", "accept_len"))
         print("\n" + side.report(variants[0], variants[-1]))
     if args.profile == "selftest":
         ok, text = selftest.verdict(plan, results)

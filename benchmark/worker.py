@@ -20,6 +20,7 @@ from benchmark.sink import Sink
 
 
 def versions() -> dict[str, Any]:
+    """Versions of what this process imported (the GPUs come from nvidia-smi in the orchestrator)."""
     import sglang
     import torch
 
@@ -32,9 +33,7 @@ def versions() -> dict[str, Any]:
         found["triton"] = triton.__version__
     except ImportError:
         found["triton"] = None
-    if torch.cuda.is_available():
-        found["gpus"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
-    return found
+    return found  # no CUDA call here: SGLang sets CUDA_* variables before it initialises CUDA
 
 
 def check_site(site: str, sglang_file: str) -> None:

@@ -56,6 +56,7 @@ def world(tmp_path: Path) -> dict:
         site = tmp_path / f"site-{name}"
         meta = site / f"sglang-{version}.dist-info"
         meta.mkdir(parents=True)
+        (site / "sglang").mkdir()
         (meta / "METADATA").write_text(f"Metadata-Version: 2.1\nName: sglang\nVersion: {version}\n")
         sites[name] = site
     fake = tmp_path / "fake_worker.py"
@@ -63,9 +64,9 @@ def world(tmp_path: Path) -> dict:
     return {"models": models, "sites": sites, "fake": fake, "out": tmp_path / "results"}
 
 
-def _run(world: dict, *extra: str) -> int:
+def _run(world: dict, *extra: str, gpus: str = "2") -> int:
     return run.main(["--configs", "tp1,tp2-pcie", "--backends", "triton", "--kinds", "micro", "--bs", "1,2",
-                     "--gpus", "2", "--models", str(world["models"]), "--out", str(world["out"]), "--name", "t",
+                     "--gpus", gpus, "--models", str(world["models"]), "--out", str(world["out"]), "--name", "t",
                      "--variant", f"stock={world['sites']['stock']}", "--variant", f"fork={world['sites']['fork']}",
                      "--no-plot", "--bandwidth", "4.8e12", "--worker", f"{sys.executable} {world['fake']}", *extra])
 
@@ -124,6 +125,23 @@ def test_budget_skips_jobs_but_still_writes_results(world):
     assert results["records"] == []
 
 
+def test_jobs_needing_more_gpus_are_listed_not_failed(world, capsys):
+    assert _run(world, gpus="1") == 0
+    (out_dir,) = world["out"].iterdir()
+    results = json.loads((out_dir / "results.json").read_text())
+    status = {p["job"]: p["status"] for p in results["processes"]}
+    assert status["micro-fork-tp2-pcie-triton"] == "unrunnable" and status["micro-fork-tp1-triton"] == "ok"
+    assert results["errors"] == [] and len(results["records"]) == 4
+    assert "# micro-fork-tp2-pcie-triton: not started (needs 2 GPUs, 1 found)" in (out_dir / "command.txt").read_text()
+
+
+def test_a_site_without_sglang_is_refused_before_running(world, capsys):
+    (world["sites"]["fork"] / "sglang").rmdir()
+    assert _run(world) == 2
+    assert "no sglang/ in that folder" in capsys.readouterr().err
+    assert not world["out"].exists()
+
+
 def test_timeout_kills_the_whole_process_group(world, monkeypatch, tmp_path):
     monkeypatch.setattr(orchestrate, "MIN_TIMEOUT_S", 1.0)
     plan = build_plan("quick", [Variant("sleeper", str(world["sites"]["stock"]))], str(world["models"]), gpus=1,
@@ -141,3 +159,16 @@ def test_timeout_kills_the_whole_process_group(world, monkeypatch, tmp_path):
         time.sleep(0.2)
     alive = Path(f"/proc/{pid}/stat").exists() and Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
     assert not alive, "the worker's child survived the timeout"
+
+
+def test_compare_against_a_faster_baseline_exits_1(world, capsys, tmp_path):
+    assert _run(world, gpus="1") == 0
+    (first,) = world["out"].iterdir()
+    baseline = json.loads((first / "results.json").read_text())
+    for r in baseline["records"]:
+        r["value"] *= 0.8  # the baseline was 20% faster: every latency regressed by 25%
+    (tmp_path / "baseline.json").write_text(json.dumps(baseline))
+    capsys.readouterr()
+    assert _run(world, "--compare", str(tmp_path / "baseline.json"), gpus="1") == 1
+    out = capsys.readouterr().out
+    assert "4 figures, 4 moved more than 5%, 4 regressions" in out and "+25.0%" in out
