@@ -148,7 +148,7 @@ SWEEP = (("micro", "tp1", "triton"), ("micro", "tp2-pcie", "triton"), ("e2e", "t
          ("micro", "tp1", "default"), ("micro", "tp1", "flashinfer"), ("micro", "tp2", "default"))
 EVERYTHING = SWEEP + (("micro", "tp2-pcie", "flashinfer"), ("e2e", "tp2-pcie", "triton"), ("micro", "tp2", "triton"),
                       ("micro", "tp2", "flashinfer"), ("micro", "tp2-pcie", "default"), ("e2e", "tp2", "triton"))
-QUICK = (("micro", "tp1", "triton"), ("e2e", "tp1", "triton"))
+QUICK = (("micro", "tp1", "triton"), ("micro", "tp2-pcie", "triton"), ("e2e", "tp1", "triton"))
 SELFTEST = (("micro", "tp1", "triton"), ("e2e", "tp1", "triton"), ("micro", "tp2", "triton"))
 
 PROFILES: dict[str, tuple[tuple[str, str, str], ...]] = {

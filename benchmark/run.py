@@ -189,11 +189,16 @@ def run(args: argparse.Namespace) -> int:
     shape = ModelShape.from_dir(args.models / "target")
     gpu_name = inventory[0]["name"] if inventory else "unknown"
     bandwidth = args.bandwidth or gpu_bandwidth(gpu_name)
-    meta: dict[str, Any] = {"name": out_dir.name, "profile": args.profile, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                            "gpu": gpu_name, "gpu_count": len(inventory), "bandwidth_bytes_per_s": bandwidth,
-                            "models": str(args.models.resolve()), "model_shape": dataclasses.asdict(shape),
-                            "budget_s": args.budget_s, "plan": plan.describe(), "argv": argv}
+    meta: dict[str, Any] = {
+        "name": out_dir.name, "profile": args.profile, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "gpu": gpu_name, "gpu_count": len(inventory), "bandwidth_bytes_per_s": bandwidth,
+        "models": str(args.models.resolve()), "model_shape": dataclasses.asdict(shape),
+        "budget_s": args.budget_s, "plan": plan.describe(), "argv": argv}
     outcomes: list[JobOutcome] = []
+    variants = [Variant.parse(v) for v in args.variant]
+
+    def write_env() -> None:  # at the start too: a run cut off by its caller keeps it
+        artifacts.write_json(out_dir / "env.json", artifacts.env_record(variants, inventory, REPO, outcomes))
 
     def save(outcome: JobOutcome | None = None) -> ResultSet:
         if outcome is not None:
@@ -204,12 +209,12 @@ def run(args: argparse.Namespace) -> int:
         return results
 
     save()
+    write_env()
     started = time.monotonic()
     worker = shlex.split(args.worker) if args.worker else None
     Orchestrator(out_dir, REPO, worker_argv=worker, budget_s=args.budget_s, on_done=save).run_plan(plan)
     meta["elapsed_s"] = round(time.monotonic() - started, 1)
-    artifacts.write_json(out_dir / "env.json", artifacts.env_record(
-        [Variant.parse(v) for v in args.variant], inventory, REPO, outcomes))
+    write_env()
     return finish(save(), out_dir, args, plan)
 
 
