@@ -145,7 +145,7 @@ def test_a_site_without_sglang_is_refused_before_running(world, capsys):
 def test_timeout_kills_the_whole_process_group(world, monkeypatch, tmp_path):
     monkeypatch.setattr(orchestrate, "MIN_TIMEOUT_S", 1.0)
     plan = build_plan("quick", [Variant("sleeper", str(world["sites"]["stock"]))], str(world["models"]), gpus=1,
-                      kinds=["micro"], micro=MicroPoints(bs=(1,)), calibration=1e-4)
+                      kinds=["micro"], configs=["tp1"], micro=MicroPoints(bs=(1,)), calibration=1e-4)
     orch = orchestrate.Orchestrator(tmp_path / "o", REPO, worker_argv=[sys.executable, str(world["fake"])],
                                     budget_s=600)
     (outcome,) = orch.run_plan(plan)
