@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+if str(Path(__file__).resolve().parents[1]) not in sys.path:  # the benchmark package
+    sys.path.append(str(Path(__file__).resolve().parents[1]))
 
 from benchmark import compare  # noqa: E402
 from benchmark.schema import Record, ResultSet  # noqa: E402

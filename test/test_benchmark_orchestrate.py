@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+if str(REPO) not in sys.path:  # the benchmark package
+    sys.path.append(str(REPO))
 
 from benchmark import orchestrate, run  # noqa: E402
 from benchmark.plan import MicroPoints, Variant, build_plan  # noqa: E402

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+if str(Path(__file__).resolve().parents[1]) not in sys.path:  # the benchmark package
+    sys.path.append(str(Path(__file__).resolve().parents[1]))
 
 from benchmark import summary  # noqa: E402
 from benchmark.errors import BenchError  # noqa: E402
