@@ -192,8 +192,11 @@ def test_target_follows_the_walk_and_the_draft_predicts_it(built: dict[str, Path
     assert (top.values[:, 0] - top.values[:, 1]).min() >= 31.0
     draft = Eagle3Draft(folder / "draft")
     ids = draft.cfg["eagle_config"]["eagle_aux_hidden_state_layer_ids"]
-    assert ids[0] == 1  # so DeepseekV2ForCausalLM.set_eagle3_layers_to_capture adds 1, like Llama
-    features = torch.cat([out.hidden_states[i + 1][0] for i in ids], dim=-1)
+    # DeepseekV2ForCausalLM.set_eagle3_layers_to_capture adds 1 only when the first id is 1;
+    # it captures the input of each listed layer (hidden_states[k] in HF), each layer once.
+    captured = [i + 1 for i in ids] if ids[0] == 1 else list(ids)
+    assert len(set(captured)) == 3 and max(captured) < SHAPE.layers
+    features = torch.cat([out.hidden_states[i][0] for i in captured], dim=-1)
     embed = model.get_input_embeddings().weight
     t = len(seq) - 1
     inputs = expected = tokens[1:]

@@ -37,7 +37,7 @@ TARGET_KEYS = {
 # model_runner_components/spec_aux_hidden_state.py); the draft has no attention_bias/mlp_bias.
 DRAFT_KEYS = (TARGET_KEYS - {"attention_bias", "mlp_bias"}) | {"draft_vocab_size", "target_hidden_size",
                                                                 "eagle_config"}
-SMALL = LlamaPairOptions(shape=LlamaShape(layers=3, hidden=128, intermediate=384, heads=4, kv_heads=2, vocab=3000),
+SMALL = LlamaPairOptions(shape=LlamaShape(layers=4, hidden=128, intermediate=384, heads=4, kv_heads=2, vocab=3000),
                          draft_vocab=1000, tokenizer_vocab=3000)
 STEPS = 4
 
@@ -191,7 +191,7 @@ def test_same_seed_same_bytes_other_seed_other_weights(pairs: dict[str, Path], t
 
 
 def test_random_wiring_loads_and_has_a_sorted_hot_set(tmp_path: Path) -> None:
-    assert main(["models", "oracle", "--out", str(tmp_path), "--wiring", "random", "--layers", "2",
+    assert main(["models", "oracle", "--out", str(tmp_path), "--wiring", "random", "--layers", "4",
                  "--hidden", "64", "--intermediate", "128", "--heads", "2", "--kv-heads", "1",
                  "--vocab", "2000", "--tokenizer-vocab", "2000", "--draft-vocab", "500"]) == 0
     manifest = _manifest(tmp_path)

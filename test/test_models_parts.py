@@ -110,3 +110,17 @@ def test_seeding_is_per_name_and_stable() -> None:
     assert StableRng(0, "walk/coords").permutation(8) == [1, 0, 2, 4, 6, 5, 7, 3]
     assert sorted(StableRng(1, "x").sample(list(range(100)), 10)) == sorted(set(StableRng(1, "x").sample(
         list(range(100)), 10)))
+
+
+def test_aux_layer_ids_are_three_distinct_capturable_layers() -> None:
+    """SGLang captures each listed layer once: a repeated id starves the draft's fc (seen on an H200)."""
+    from sglang_fastpath.models.shapes import aux_layer_ids
+
+    for layers in range(4, 65):
+        ids = aux_layer_ids(layers)
+        llama = [i + 1 for i in ids]  # LlamaForCausalLM.set_eagle3_layers_to_capture
+        deepseek = llama if ids[0] == 1 else list(ids)  # DeepseekV2ForCausalLM's rule
+        for captured in (llama, deepseek):
+            assert len(set(captured)) == 3 and max(captured) < layers, (layers, ids)
+    with pytest.raises(ValueError, match="at least 4 layers"):
+        aux_layer_ids(3)

@@ -66,12 +66,15 @@ def aux_layer_ids(target_layers: int) -> tuple[int, ...]:
     """Which target layers feed the draft (SpecForge's choice, ``[1, L/2 - 1, L - 4]`` for deep targets).
 
     SGLang captures the input of layer ``id + 1`` (Llama always; DeepSeek when the first
-    id is 1), so every id stays below ``L - 1``.
+    id is 1), so every id stays below ``L - 1``. The three ids must be distinct: SGLang captures a layer once however often it is listed,
+    so a repeated id leaves the draft's ``fc`` with fewer hidden states than it was built for.
     """
     n = target_layers
-    if n < 3:
-        return (0, 0, 0)
-    return (1, max(1, n // 2 - 1), n - 2 if n < 8 else n - 4)
+    if n < 4:
+        raise ValueError(f"an EAGLE-3 draft needs a target with at least 4 layers, got {n}")
+    if n < 8:
+        return (0, (n - 2) // 2, n - 2)
+    return (1, n // 2 - 1, n - 4)
 
 
 @dataclass(frozen=True)
@@ -137,7 +140,7 @@ class DeepseekShape:
     @classmethod
     def scaled_down(cls) -> DeepseekShape:
         """Every width shrunk so a DeepSeek-V3-shaped model is built and run in seconds on a CPU (tests)."""
-        return cls(layers=3, hidden=256, intermediate=512, moe_intermediate=64, routed_experts=8,
+        return cls(layers=4, hidden=256, intermediate=512, moe_intermediate=64, routed_experts=8,
                    experts_per_token=2, heads=4, q_lora_rank=96, kv_lora_rank=64, qk_nope_dim=32,
                    qk_rope_dim=16, v_head_dim=32, vocab=4096, max_position=4096)
 
