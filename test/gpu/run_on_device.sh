@@ -31,6 +31,8 @@ export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OF
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 # The slim bundle ships flashinfer without its JIT sources: SGLang must not pick flashinfer.
 export SGLANG_IS_FLASHINFER_AVAILABLE=false
+# A failed engine otherwise sleeps 60 s for CUDA core dumps nobody collects here.
+export SGLANG_CUDA_COREDUMP_BEFORE_CRASH_WAIT_SECS=0
 export SGLANG_FASTPATH_SITE_FORK=$FORK SGLANG_FASTPATH_SITE_STOCK=$STOCK
 
 [ -f "$BUNDLE/install.sh" ] || { say "no bundle at $BUNDLE: run 'sglang-fastpath bundle --out .carry/bundle' and carry .carry"; exit 3; }
