@@ -44,7 +44,7 @@ from sglang_fastpath.wheel import record_hash
 REPO = Path(__file__).resolve().parents[1]
 DOCKER = REPO / "docker"
 # Every `docker run ... sglang-fastpath:TAG --flags` in these is parsed by SGLang's own parser.
-DOCS = (REPO / "docs" / "docker.md", REPO / "docs" / "readme-docker-snippet.md", REPO / "README.md")
+DOCS = (REPO / "docs" / "docker.md", REPO / "README.md")
 FORK = fastpath_version()
 
 
