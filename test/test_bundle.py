@@ -128,7 +128,7 @@ def test_manifest_lists_every_file_and_what_the_host_keeps(bundle) -> None:
     shipped = {w["project"]: w["version"] for w in m["wheels"]}
     # The image's transformers 5.17.0 and tokenizers 0.23.2 violate sglang's pins: shipped.
     assert shipped["transformers"] == "5.12.1" and shipped["tokenizers"] == "0.22.2"
-    assert set(shipped) == {canonicalize_name(p.name) for p in SLIM_PACKAGES} | {"sglang"}
+    assert set(shipped) == {canonicalize_name(p.name) for p in SLIM_PACKAGES} | {"sglang", "sglang-fastpath"}
     assert m["left_to_host"]["torch"] == "2.11.0" and "triton" in m["left_to_host"]
     assert "tilelang" in m["not_shipped"] and "torch" not in m["not_shipped"]
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -133,6 +135,19 @@ def _trim_entry(result: TrimResult, reason: str) -> dict:
             "stripped": result.stripped, "edited": result.edited}
 
 
+def _tool_wheel(dest: Path) -> Path:
+    """Build the sglang-fastpath wheel (pure Python) into ``dest``, so the host has the CLI too."""
+    source = Path(__file__).resolve().parents[1]
+    before = set(dest.glob("sglang_fastpath-*.whl"))
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(dest), str(source)],
+                          capture_output=True, text=True)
+    built = sorted(set(dest.glob("sglang_fastpath-*.whl")) - before)
+    if proc.returncode != 0 or not built:
+        detail = (proc.stderr.strip().splitlines() or ["no wheel written"])[-1]
+        raise FastpathError(f"could not build the sglang-fastpath wheel from {source}: {detail}")
+    return built[-1]
+
+
 def build_bundle(opts: BundleOptions) -> Bundle:
     """Write the bundle described by ``opts`` into ``opts.out`` and return its manifest."""
     if opts.profile not in PROFILES:
@@ -155,6 +170,9 @@ def build_bundle(opts: BundleOptions) -> Bundle:
             origin = "fork" if src == fork.path else "index"
         wheels.append({"file": f"wheels/{dest.name}", "project": name, "version": plan.ship[name],
                        "origin": origin, "why": why.get(name, "required (pip resolution)")})
+    tool = _tool_wheel(opts.out / "wheels")
+    wheels.append({"file": f"wheels/{tool.name}", "project": "sglang-fastpath", "version": __version__,
+                   "origin": "tool", "why": "this CLI on the host: doctor, demo, models"})
     overlay = _stock_overlay(fork, opts.out / "stock-overlay")
     _install_script(opts.out / "install.sh", fork)
     files = _files(opts.out)
