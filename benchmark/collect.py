@@ -1,8 +1,10 @@
 """Turns the jobs' JSON lines into records, with the bandwidth floor beside every step figure.
 
 A worker writes only what it measured (mode, bs, k, topk, metric, value, graph, ...);
-the job that ran it supplies variant, config, backend and TP, and this module adds
-``floor_ms``/``floor_bytes`` for decode and verify steps from the model's shapes.
+the job that ran it supplies variant, config, backend, TP and round. Lines marked
+``warmup`` (the block a micro process times first) are dropped. The rounds of each
+figure are merged into one record with their spread (``rounds.py``), and this module
+adds ``floor_ms``/``floor_bytes`` for decode and verify steps from the model's shapes.
 """
 
 from __future__ import annotations
@@ -12,27 +14,31 @@ from typing import Any, Iterable
 from benchmark.errors import BenchError
 from benchmark.floor import ModelShape, floor_ms, step_bytes
 from benchmark.orchestrate import JobOutcome
+from benchmark.rounds import merge_rounds
 from benchmark.schema import STEP_MODES, Record, ResultSet
 
 
 def records_of(outcome: JobOutcome) -> tuple[list[Record], list[dict[str, Any]]]:
-    """(records, errors) from one job's lines; a malformed record becomes an error."""
+    """(records, errors) from one job's lines; warm-up lines are skipped, a malformed record is an error."""
     job = outcome.job
     base = {"variant": job.variant.name, "config": job.parallel.name, "backend": job.backend,
             "tp": job.parallel.tp}
+    where = {"job": job.name, "series": job.series, "round": job.round}
     records, errors = [], []
     for line in outcome.lines:
         kind = line.get("type")
+        if kind == "record" and line.get("warmup"):
+            continue
         if kind == "record":
             data = {k: v for k, v in line.items() if k != "type"}
             try:
                 records.append(Record.from_dict({**data, **base}))
             except (BenchError, TypeError) as exc:
-                errors.append({**base, "job": job.name, "where": "record", "error": str(exc)})
+                errors.append({**base, **where, "where": "record", "error": str(exc)})
         elif kind == "error":
-            errors.append({**base, "job": job.name, **{k: v for k, v in line.items() if k != "type"}})
+            errors.append({**base, **where, **{k: v for k, v in line.items() if k != "type"}})
     if outcome.status not in ("ok", "unrunnable"):  # a job this machine cannot run is no failure
-        errors.append({**base, "job": job.name, "where": "process",
+        errors.append({**base, **where, "where": "process",
                        "error": f"{outcome.status}: {outcome.note or f'exit status {outcome.rc}'} (see {outcome.log})"})
     return records, errors
 
@@ -53,10 +59,12 @@ def annotate_floor(records: Iterable[Record], shape: ModelShape | None, bandwidt
 def build_results(outcomes: list[JobOutcome], meta: dict[str, Any], shape: ModelShape | None,
                   bandwidth: float | None) -> ResultSet:
     results = ResultSet(meta=dict(meta))
+    tagged: list[tuple[int, Record]] = []
     for outcome in outcomes:
         records, errors = records_of(outcome)
-        results.records += records
+        tagged += [(outcome.job.round, r) for r in records]
         results.errors += errors
         results.processes.append(outcome.summary())
+    results.records = merge_rounds(tagged)
     annotate_floor(results.records, shape, bandwidth)
     return results

@@ -4,10 +4,16 @@ Usage:
   python benchmark/compare.py BASELINE.json NEW.json [--threshold 0.05]
   python benchmark/compare.py RESULTS.json --variants stock fork
 
-Every figure whose value moved by more than the threshold is printed. A regression is
-a latency up, or a throughput down, by more than the threshold, or a step that
-replayed a CUDA graph in the baseline and no longer does. Exit status: 0 no
-regression, 1 regression, 2 usage error.
+Every figure whose value (the median of its rounds) moved by more than the threshold
+is printed with its spread (min..max of the rounds' medians) on both sides. A move
+counts only when it clears the spread by the threshold: even the nearest rounds of the
+two sides differ by more than it (new lo > base hi * (1 + t) for a rise, new hi < base
+lo * (1 - t) for a drop). A regression is a counted latency rise or throughput drop,
+or a step that replayed a CUDA graph in every baseline round and not in every new one.
+A move past the threshold that does not clear the spread is printed as ``noise`` and
+does not fail. A figure of one round (or from a schema 1 file) has no spread: its
+interval is its value, so it is judged on the threshold alone, as before rounds.
+Exit status: 0 no regression, 1 regression, 2 usage error.
 """
 
 from __future__ import annotations
@@ -29,25 +35,40 @@ THRESHOLD = 0.05
 @dataclass(frozen=True)
 class Move:
     key: Key
-    base: float
-    new: float
-    direction: Direction
+    base: Record
+    new: Record
     regression: bool
+    within_spread: bool = False  # past the threshold, but the rounds do not clear each other by it
     graph_lost: bool = False
 
     @property
+    def direction(self) -> Direction:
+        return self.base.direction
+
+    @property
     def rel(self) -> float:
-        return (self.new - self.base) / self.base if self.base else float("inf")
+        return (self.new.value - self.base.value) / self.base.value if self.base.value else float("inf")
+
+    @property
+    def tag(self) -> str:
+        if self.regression:
+            return "REGRESSION"
+        if self.within_spread:
+            return "noise"
+        return "better" if self.improved else "moved"
 
     def line(self) -> str:
-        tag = "REGRESSION" if self.regression else ("better" if self.improved else "moved")
-        graph = "  (graph replay lost)" if self.graph_lost else ""
-        return f"{tag:>10}  {key_label(self.key)}: {self.base:.4g} -> {self.new:.4g} ({self.rel:+.1%}){graph}"
+        graph = ""
+        if self.graph_lost:
+            graph = "  (graph replay lost)" if self.new.graph is False else "  (graph replay lost in some runs)"
+        return (f"{self.tag:>10}  {key_label(self.key)}: {self.base.value:.4g} {self.base.spread_label()} -> "
+                f"{self.new.value:.4g} {self.new.spread_label()} ({self.rel:+.1%}){graph}")
 
     @property
     def improved(self) -> bool:
-        return ((self.direction is Direction.LOWER and self.new < self.base)
-                or (self.direction is Direction.HIGHER and self.new > self.base))
+        new, base = self.new.value, self.base.value
+        return ((self.direction is Direction.LOWER and new < base)
+                or (self.direction is Direction.HIGHER and new > base))
 
 
 @dataclass
@@ -63,9 +84,13 @@ class Comparison:
         return [m for m in self.moves if m.regression]
 
     def report(self, base_name: str, new_name: str) -> str:
-        lines = [f"compare {base_name} -> {new_name}: {self.compared} figures, "
-                 f"{len(self.moves)} moved more than {self.threshold:.0%}, {len(self.regressions)} regressions"]
-        lines += [m.line() for m in sorted(self.moves, key=lambda m: (not m.regression, m.key))]
+        noise = sum(m.tag == "noise" for m in self.moves)
+        counted = len(self.moves) - noise
+        head = (f"compare {base_name} -> {new_name}: {self.compared} figures, {counted} moved more than "
+                f"{self.threshold:.0%} beyond the spread, {noise} within it (noise), {len(self.regressions)} regressions")
+        lines = [head, "  (value [min..max] xN: median and range of the rounds' medians; (1 round): no spread measured)"]
+        order = {"REGRESSION": 0, "better": 1, "moved": 2, "noise": 3}
+        lines += [m.line() for m in sorted(self.moves, key=lambda m: (order[m.tag], m.key))]
         if self.only_base:
             lines.append(f"   missing  {len(self.only_base)} figures of {base_name} are not in {new_name}, e.g. "
                          + key_label(self.only_base[0]))
@@ -74,18 +99,30 @@ class Comparison:
         return "\n".join(lines)
 
 
+def apart(base: Record, new: Record, threshold: float) -> bool:
+    """True when the rounds' intervals are further apart than ``threshold`` (relative to the base side).
+
+    Requiring the gap, not only the medians' move, to pass the threshold is what keeps
+    chance out: with three rounds a side, all of one variant's rounds land above all of
+    the other's one time in twenty by luck alone, but rarely by more than the threshold.
+    """
+    (base_lo, base_hi), (new_lo, new_hi) = base.interval(), new.interval()
+    return new_lo > base_hi * (1 + threshold) or new_hi < base_lo * (1 - threshold)
+
+
 def judge(key: Key, base: Record, new: Record, threshold: float) -> Move | None:
-    """The move from ``base`` to ``new``, or None when it is within the threshold and keeps its graph."""
-    graph_lost = base.graph is True and new.graph is False
+    """The move from ``base`` to ``new``; None when it is within the threshold and keeps its graph."""
+    graph_lost = base.graph is True and new.graph is not True  # None: some rounds or runs went eager
     if base.value == 0:
         moved = new.value != 0
     else:
         moved = abs(new.value - base.value) / abs(base.value) > threshold
     if not moved and not graph_lost:
         return None
+    counted = moved and apart(base, new, threshold)
     worse = {Direction.LOWER: new.value > base.value, Direction.HIGHER: new.value < base.value,
              Direction.NEUTRAL: False}[base.direction]
-    return Move(key, base.value, new.value, base.direction, (moved and worse) or graph_lost, graph_lost)
+    return Move(key, base, new, (counted and worse) or graph_lost, moved and not counted, graph_lost)
 
 
 def compare_maps(base: dict[Key, Record], new: dict[Key, Record], threshold: float = THRESHOLD,

@@ -1,12 +1,14 @@
 """Per-step micro-benchmark of one variant: decode and verify latency at every (bs, k, topk).
 
-One process per (variant, parallel config, attention backend): the ModelRunner is
-built once, the way ``sglang.benchmark.one_batch`` builds it (``load_model``), with
+One process per (variant, parallel config, attention backend, round): the ModelRunner
+is built once, the way ``sglang.benchmark.one_batch`` builds it (``load_model``), with
 EAGLE3 on so the target's verify path is the serving one; TP ranks are spawned like
 SGLang's own scheduler processes. For every batch size the process prefills once and
 then times the decode runner and each verify runner (see runner_states and
 step_inputs), recording whether the step replayed a CUDA graph
-(``ModelRunnerOutput.can_run_graph``). Rank 0 writes the records.
+(``ModelRunnerOutput.can_run_graph``). Before the first timed point it runs a warm-up
+block (the first batch size, every runner) whose records are marked ``warmup`` and
+dropped by the collector. Rank 0 writes the records.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 
 from sglang.benchmark import one_batch as ob
 
+from benchmark.plan import point_blocks
 from benchmark.runner_states import RunnerState, build_states, steps_for
 from benchmark.sink import Sink
 from benchmark.step_inputs import DecodeStep, VerifyStep, prefill
@@ -61,16 +64,17 @@ def server_kwargs(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def _emit(sink: Sink, timing: Any, *, mode: str, bs: int, k: int, topk: int, ctx: int,
-          state: RunnerState) -> None:
+          state: RunnerState, warmup: bool) -> None:
     extra = {"runner": state.origin, "graph_max_bs": max(state.graph_bs, default=0),
              "graphs_seen": sorted(set(timing.graphs))}
+    marks = {"warmup": True} if warmup else {}
     for metric, samples in (("latency_ms", timing.latency_ms), ("wall_ms", timing.wall_ms)):
         sink.record(mode=mode, bs=bs, k=k, topk=topk, metric=metric, graph=timing.graph, n=len(samples),
-                    ctx=ctx, extra=extra, **timing.stats(samples))
+                    ctx=ctx, extra=extra, **marks, **timing.stats(samples))
 
 
 def _measure(mr: Any, sink: Sink, state: RunnerState, step: Any, *, mode: str, bs: int, ctx: int,
-             m: dict[str, Any]) -> None:
+             m: dict[str, Any], warmup: bool) -> None:
     state.activate(mr)
     k, topk = (1, 0) if mode == "decode" else (state.k, state.topk)
     variants = [(mode, state.graph_runner)] + ([(mode + "_eager", None)] if m.get("eager") else [])
@@ -78,9 +82,9 @@ def _measure(mr: Any, sink: Sink, state: RunnerState, step: Any, *, mode: str, b
         mr.decode_cuda_graph_runner = runner
         try:
             timing = time_step(step.run, reset=step.reset, warmup=m["warmup"], iters=m["iters"])
-            _emit(sink, timing, mode=name, bs=bs, k=k, topk=topk, ctx=ctx, state=state)
+            _emit(sink, timing, mode=name, bs=bs, k=k, topk=topk, ctx=ctx, state=state, warmup=warmup)
         except Exception as exc:  # noqa: BLE001 - one point failing must not stop the sweep
-            sink.error(f"{name} bs={bs} k={k} topk={topk}", exc)
+            sink.error(f"{'warm-up ' if warmup else ''}{name} bs={bs} k={k} topk={topk}", exc)
     mr.decode_cuda_graph_runner = state.graph_runner
 
 
@@ -99,21 +103,22 @@ def run_rank(spec: dict[str, Any], server_args: Any, port_args: Any, rank: int, 
                           "max_total_num_tokens": mr.max_total_num_tokens,
                           "states": [s.describe() for s in states]})
     vocab = mr.model_config.vocab_size
-    for bs in m["bs"]:
+    for bs, warmup in point_blocks(m["bs"], m.get("warmup_block", True)):
+        tag = "warm-up " if warmup else ""
         init.activate(mr)
         try:
             pre = prefill(bench_runner, bs=bs, ctx=m["ctx"], spare=max(m["ks"]), vocab=vocab, seed=SEED + bs)
         except Exception as exc:  # noqa: BLE001
-            sink.error(f"prefill bs={bs}", exc)
+            sink.error(f"{tag}prefill bs={bs}", exc)
             continue
         for state in states:
             try:
                 step = (DecodeStep(mr, pre) if state.mode == "decode"
                         else VerifyStep(mr, pre, k=state.k, topk=state.topk))
             except Exception as exc:  # noqa: BLE001
-                sink.error(f"{state.mode} bs={bs} k={state.k} topk={state.topk} (inputs)", exc)
+                sink.error(f"{tag}{state.mode} bs={bs} k={state.k} topk={state.topk} (inputs)", exc)
                 continue
-            _measure(mr, sink, state, step, mode=state.mode, bs=bs, ctx=m["ctx"], m=m)
+            _measure(mr, sink, state, step, mode=state.mode, bs=bs, ctx=m["ctx"], m=m, warmup=warmup)
     init.activate(mr)
 
 

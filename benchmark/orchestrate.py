@@ -1,9 +1,10 @@
-"""Runs a plan's jobs as subprocesses, one per variant, and collects what they wrote.
+"""Runs a plan's jobs as subprocesses, one per variant and round, and collects what they wrote.
 
 Each job runs ``WORKER_ARGV --spec raw/JOB.spec.json --out raw/JOB.jsonl`` with
 PYTHONPATH set to the variant's site then the repository (nothing inherited), its
 GPUs in CUDA_VISIBLE_DEVICES, NVLink multicast kept off, and the parallel config's
-own variables (NCCL_P2P_DISABLE for tp2-pcie). Output goes to logs/JOB.log. A job
+own variables (NCCL_P2P_DISABLE for tp2-pcie). A lane runs its jobs in plan order, so
+the rounds of a group alternate between variants. Output goes to logs/JOB.log. A job
 whose estimate no longer fits the time budget is skipped; one that runs past its
 timeout is killed with its whole process group. The JSONL it wrote is kept either way.
 """
@@ -48,11 +49,13 @@ class JobOutcome:
     note: str | None = None
 
     def summary(self) -> dict[str, Any]:
-        return {"job": self.job.name, "kind": self.job.kind, "variant": self.job.variant.name,
+        return {"job": self.job.name, "series": self.job.series, "round": self.job.round,
+                "rounds": self.job.rounds, "kind": self.job.kind, "variant": self.job.variant.name,
                 "site": self.job.variant.site, "config": self.job.parallel.name, "backend": self.job.backend,
                 "status": self.status, "rc": self.rc, "seconds": round(self.seconds, 1),
                 "estimate_s": round(self.job.estimate_s(), 1), "gpus": self.gpus, "log": self.log,
                 "raw": self.raw, "note": self.note,
+                "warmup_records": sum(1 for ln in self.lines if ln.get("type") == "record" and ln.get("warmup")),
                 "info": [ln.get("data") for ln in self.lines if ln.get("type") == "info"]}
 
 

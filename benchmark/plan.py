@@ -1,11 +1,13 @@
 """The plan of a run: which processes run which points, on which GPUs, for how long.
 
-A job is one subprocess for one variant: ``micro`` (one ModelRunner timing decode and
-verify steps at every point) or ``e2e`` (sglang.Engine with speculation off, then on).
-Jobs of one (kind, parallel config, backend) form a group whose variants run one
-after the other on the same GPU(s), so stock and fork are measured on the same chip.
-TP=1 groups share the GPUs in parallel lanes; TP=2 groups then run alone. Times are
-estimates for the tiny models with a warm Triton cache, scaled by ``calibration``.
+A job is one subprocess for one variant and one round: ``micro`` (one ModelRunner
+timing decode and verify steps at every point) or ``e2e`` (sglang.Engine with
+speculation off, then on). Jobs of one (kind, parallel config, backend) form a group
+whose variants run alternately on the same GPU(s), round by round (stock r1, fork r1,
+stock r2, fork r2, ...), so stock and fork are measured on the same chip, close in
+time, each in several fresh processes. TP=1 groups share the GPUs in parallel lanes;
+TP=2 groups then run alone. Times are estimates for the tiny models with a warm
+Triton cache, scaled by ``calibration``.
 """
 
 from __future__ import annotations
@@ -22,15 +24,18 @@ BACKENDS = ("default", "triton", "flashinfer")  # "default": SGLang's own choice
 KINDS = ("micro", "e2e")
 
 # Seconds; see the module docstring. FIRST_COMPILE_S is paid once per fresh machine.
+# Checked against the 2026-11-30 H200 baseline (dense-4): a TP=1 micro process 25 s
+# (estimate 25), TP=2 57 s (NCCL's first collective alone took 9 s), the first process
+# 27 s longer than the same job warm.
 IMPORT_S = 12.0
-RUNNER_INIT_S = {1: 10.0, 2: 30.0}
+RUNNER_INIT_S = {1: 10.0, 2: 40.0}
 CAPTURE_SHAPE_S = 0.12
 PREFILL_S = 0.4
 STEP_S = 0.004
 ENGINE_START_S = {1: 35.0, 2: 50.0}
 ENGINE_SPEC_EXTRA_S = 15.0
 E2E_BATCH_S = 1.0  # plus output_len / 256 s per batch size and engine
-FIRST_COMPILE_S = 60.0
+FIRST_COMPILE_S = 40.0
 
 
 @dataclass(frozen=True)
@@ -64,6 +69,7 @@ class MicroPoints:
     warmup: int = 3
     eager: bool = False  # also time every point with the graph runner removed
     graph_max_bs: int | None = None  # capture decode/verify graphs only up to this bs
+    warmup_block: bool = True  # time the first batch size once more first, and discard it
 
     @property
     def runners(self) -> int:
@@ -75,6 +81,20 @@ class MicroPoints:
 
     def graph_bs(self) -> list[int]:
         return [b for b in self.bs if self.graph_max_bs is None or b <= self.graph_max_bs]
+
+    def blocks(self) -> list[tuple[int, bool]]:
+        """(batch size, is warm-up) in the order a process measures them."""
+        return point_blocks(self.bs, self.warmup_block)
+
+
+def point_blocks(bs: tuple[int, ...] | list[int], warmup_block: bool) -> list[tuple[int, bool]]:
+    """A micro process's blocks: a discarded warm-up block at the first batch size, then every batch size.
+
+    The warm-up block runs every runner (graph and eager) exactly like the first timed
+    block, so first-call costs (Triton JIT, allocator growth, clocks ramping up) land in
+    records the collector drops instead of in the first timed point.
+    """
+    return ([(bs[0], True)] if warmup_block and bs else []) + [(b, False) for b in bs]
 
 
 @dataclass(frozen=True)
@@ -112,10 +132,17 @@ class Job:
     e2e: E2EPoints | None = None
     server_args: tuple[tuple[str, Any], ...] = ()
     calibration: float = 1.0
+    round: int = 1  # 1-based; rounds of one group alternate between its variants
+    rounds: int = 1
+
+    @property
+    def series(self) -> str:
+        """The job's name without its round: what every round of this variant shares."""
+        return f"{self.kind}-{self.variant.name}-{self.parallel.name}-{self.backend}"
 
     @property
     def name(self) -> str:
-        return f"{self.kind}-{self.variant.name}-{self.parallel.name}-{self.backend}"
+        return f"{self.series}-r{self.round}" if self.rounds > 1 else self.series
 
     @property
     def group(self) -> tuple[str, str, str]:
@@ -127,6 +154,8 @@ class Job:
             m = self.micro
             s = IMPORT_S + RUNNER_INIT_S.get(tp, RUNNER_INIT_S[2]) + len(m.graph_bs()) * m.runners * CAPTURE_SHAPE_S
             s += len(m.bs) * PREFILL_S + m.points * (m.iters + m.warmup) * STEP_S
+            if m.warmup_block and m.bs:
+                s += PREFILL_S + m.points / len(m.bs) * (m.iters + m.warmup) * STEP_S
         else:
             e = self.e2e or E2EPoints()
             start = ENGINE_START_S.get(tp, ENGINE_START_S[2])
@@ -140,21 +169,29 @@ class Job:
             "config": self.parallel.name, "tp": self.parallel.tp, "backend": self.backend,
             "models": self.models, "server_args": {**self.parallel.server_args(), **dict(self.server_args)},
             "micro": asdict(self.micro) if self.micro else None, "e2e": asdict(self.e2e) if self.e2e else None,
+            "round": self.round, "rounds": self.rounds,
         }
 
 
 # (kind, parallel, backend) in priority order: what runs first when the budget is short.
-SWEEP = (("micro", "tp1", "triton"), ("micro", "tp2-pcie", "triton"), ("e2e", "tp1", "triton"),
-         ("micro", "tp1", "default"), ("micro", "tp1", "flashinfer"), ("micro", "tp2", "default"))
-EVERYTHING = SWEEP + (("micro", "tp2-pcie", "flashinfer"), ("e2e", "tp2-pcie", "triton"), ("micro", "tp2", "triton"),
+# The sweep is micro only: three rounds of fresh processes per variant cost three process
+# start-ups (22 s at TP=1, 52 s at TP=2), so e2e (two engine start-ups per process),
+# tp2 with custom all-reduce and the flashinfer backend moved to 'all'.
+SWEEP = (("micro", "tp1", "triton"), ("micro", "tp2-pcie", "triton"), ("micro", "tp1", "default"))
+EVERYTHING = SWEEP + (("e2e", "tp1", "triton"), ("micro", "tp2", "default"), ("micro", "tp1", "flashinfer"),
+                      ("micro", "tp2-pcie", "flashinfer"), ("e2e", "tp2-pcie", "triton"), ("micro", "tp2", "triton"),
                       ("micro", "tp2", "flashinfer"), ("micro", "tp2-pcie", "default"), ("e2e", "tp2", "triton"))
 QUICK = (("micro", "tp1", "triton"), ("micro", "tp2-pcie", "triton"), ("e2e", "tp1", "triton"))
 SELFTEST = (("micro", "tp1", "triton"), ("e2e", "tp1", "triton"), ("micro", "tp2", "triton"))
 
 PROFILES: dict[str, tuple[tuple[str, str, str], ...]] = {
     "sweep": SWEEP, "all": EVERYTHING, "quick": QUICK, "selftest": SELFTEST}
+# Sweep grid: bs 1, 8, 64 (one inside the small graphs, two past the usual eager
+# threshold), k 2, 4, 8, topk 1 and 4; 10 timed runs per point (each round's median is
+# what counts now, and three rounds give 30 runs).
+SWEEP_MICRO = MicroPoints(bs=(1, 8, 64), ks=(2, 4, 8), topks=(1, 4), iters=10)
 PROFILE_POINTS: dict[str, tuple[MicroPoints, E2EPoints]] = {
-    "sweep": (MicroPoints(), E2EPoints()),
+    "sweep": (SWEEP_MICRO, E2EPoints()),
     "all": (MicroPoints(), E2EPoints()),
     "quick": (MicroPoints(bs=(1, 8, 64), ks=(2, 4), topks=(1, 4), iters=8, warmup=2),
               E2EPoints(bs=(1, 16), output_len=64)),
@@ -163,6 +200,8 @@ PROFILE_POINTS: dict[str, tuple[MicroPoints, E2EPoints]] = {
                              graph_max_bs=2),
                  E2EPoints(bs=(2,), prompt_len=16, output_len=16)),
 }
+# Rounds per variant: (micro, e2e). One e2e process per variant already starts two engines.
+PROFILE_REPEATS: dict[str, tuple[int, int]] = {"sweep": (3, 1), "all": (3, 1), "quick": (2, 1), "selftest": (1, 1)}
 
 
 @dataclass
@@ -198,14 +237,18 @@ class Plan:
 
 
 def _job_line(job: Job) -> str:
-    if job.micro is not None:
+    if job.round > 1:
+        what = f"round {job.round} of {job.rounds}, same points"
+    elif job.micro is not None:
         m = job.micro
         what = (f"{m.points} points: bs {list(m.bs)} x (decode + verify k {list(m.ks)} x topk {list(m.topks)})"
-                f"{' x {graph, eager}' if m.eager else ''}, ctx {m.ctx}, {m.iters} iters")
+                f"{' x {graph, eager}' if m.eager else ''}, ctx {m.ctx}, {m.iters} iters"
+                f"{', warm-up block first (discarded)' if m.warmup_block else ''}"
+                f"{f', round 1 of {job.rounds}' if job.rounds > 1 else ''}")
     else:
         e = job.e2e or E2EPoints()
         what = (f"spec off/on (acc len {e.acc_len}, k {e.draft_tokens}, topk {e.topk}) x bs {list(e.bs)}, "
-                f"{e.output_len} new tokens")
+                f"{e.output_len} new tokens{f', round 1 of {job.rounds}' if job.rounds > 1 else ''}")
     return f"{job.name:<42} ~{job.estimate_s():5.0f} s  {what}"
 
 
@@ -213,7 +256,7 @@ def build_plan(profile: str, variants: list[Variant], models: str, *, gpus: int,
                configs: list[str] | None = None, backends: list[str] | None = None,
                kinds: list[str] | None = None, micro: MicroPoints | None = None,
                e2e: E2EPoints | None = None, server_args: dict[str, Any] | None = None,
-               calibration: float = 1.0) -> Plan:
+               calibration: float = 1.0, repeats: int | None = None, e2e_repeats: int | None = None) -> Plan:
     if profile not in PROFILES:
         raise BenchError(f"profile {profile!r} is not one of {', '.join(PROFILES)}")
     if not variants:
@@ -226,6 +269,10 @@ def build_plan(profile: str, variants: list[Variant], models: str, *, gpus: int,
         if bad:
             raise BenchError(f"{option} {','.join(bad)}: choose from {', '.join(allowed)}")
     default_micro, default_e2e = PROFILE_POINTS[profile]
+    rounds = {"micro": PROFILE_REPEATS[profile][0] if repeats is None else repeats,
+              "e2e": PROFILE_REPEATS[profile][1] if e2e_repeats is None else e2e_repeats}
+    if min(rounds.values()) < 1:
+        raise BenchError(f"--repeats/--e2e-repeats {min(rounds.values())}: give at least 1 round")
     groups = [g for g in PROFILES[profile] if (not kinds or g[0] in kinds)
               and (not configs or g[1] in configs) and (not backends or g[2] in backends)]
     if not groups:
@@ -238,7 +285,8 @@ def build_plan(profile: str, variants: list[Variant], models: str, *, gpus: int,
         jobs = [Job(kind, v, parallel, backend, models,
                     micro=(micro or default_micro) if kind == "micro" else None,
                     e2e=(e2e or default_e2e) if kind == "e2e" else None,
-                    server_args=extra, calibration=calibration) for v in variants]
+                    server_args=extra, calibration=calibration, round=n, rounds=rounds[kind])
+                for n in range(1, rounds[kind] + 1) for v in variants]  # A B A B ...: interleaved rounds
         if parallel.tp > gpus:
             plan.unrunnable += [(j, f"needs {parallel.tp} GPUs, {gpus} found") for j in jobs]
         elif parallel.tp == 1:

@@ -4,8 +4,8 @@ Usage: python benchmark/plot.py RESULTS_DIR_OR_JSON
 
   step_CONFIG_BACKEND_topkT.png: decode and verify latency (ms) against batch size,
     one colour per draft-token count (black: decode), one line style per variant,
-    hollow markers where the step ran eager, dotted the bandwidth floor; below it the
-    last variant over the first.
+    hollow markers where the step ran eager, a vertical bar over the rounds' min..max,
+    dotted the bandwidth floor; below it the last variant over the first.
   e2e_CONFIG_BACKEND.png: output tokens/s against batch size, speculation off and on.
 """
 
@@ -66,6 +66,8 @@ def plot_steps(plt, results: ResultSet, out_dir: Path) -> list[Path]:
                 ax.plot([r.bs for r in rs], [r.value for r in rs], style, color=color, label=label)
                 for r in rs:
                     ax.plot(r.bs, r.value, "o", color=color, mfc=color if r.graph else "none", ms=4)
+                    if len(r.rounds) > 1:
+                        ax.vlines(r.bs, *r.interval(), color=color, lw=0.8)
                 if variant == variants[0] and all(r.floor_ms is not None for r in rs):
                     ax.plot([r.bs for r in rs], [r.floor_ms for r in rs], ":", color=color, lw=0.8, alpha=0.6)
             if len(variants) > 1:
@@ -81,7 +83,8 @@ def plot_steps(plt, results: ResultSet, out_dir: Path) -> list[Path]:
             _bs_axis(ax_ratio, sorted({r.bs for r in chosen}))
             ax.set_yscale("log")
             ax.set_ylabel("ms per step (median, log scale)")
-            ax.set_title(f"{config} {backend} topk={topk}: filled = CUDA graph, hollow = eager, dotted = floor")
+            ax.set_title(f"{config} {backend} topk={topk}: filled = CUDA graph, hollow = eager, bar = rounds, "
+                         "dotted = floor", fontsize=9)
             ax.legend(fontsize=7, ncol=2)
             ax_ratio.set_xlabel("batch size")
             written.append(_save(plt, fig, out_dir / f"step_{config}_{backend}_topk{topk}.png"))

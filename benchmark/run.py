@@ -5,9 +5,11 @@
   python benchmark/run.py --selftest ...     one tiny point per path, PASS/FAIL per path
   python benchmark/run.py --dry-run ...      print the processes, points and estimated time
   python benchmark/run.py ... --compare BASELINE.json   exit 1 on a regression beyond --threshold
+                                                        and beyond the spread of the rounds
 
 Every variant runs the same measurements in its own processes with PYTHONPATH set
-to its site. Results go to OUT/<date>-<gpu>-<name>/ (results.json, command.txt,
+to its site; micro jobs run --repeats rounds, the variants alternating (A B A B ...),
+each round a fresh process. Results go to OUT/<date>-<gpu>-<name>/ (results.json, command.txt,
 env.json, raw/, logs/, *.png). Exit status: 0 done, 1 a regression (--compare) or a
 failed selftest, 2 usage error, 3 some process or point failed.
 """
@@ -79,7 +81,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--ks", type=_ints, help="draft tokens per request, e.g. 2,3,4,6,8")
     p.add_argument("--topks", type=_ints, help="EAGLE topk values, e.g. 1,4")
     p.add_argument("--ctx", type=int, help="context tokens per request before a step (1024)")
-    p.add_argument("--iters", type=int, help="timed runs per point (median reported)")
+    p.add_argument("--iters", type=int, help="timed runs per point and round (median reported)")
+    p.add_argument("--repeats", type=int, metavar="N",
+                   help="rounds per variant of each micro job, alternating A B A B (sweep 3, quick 2, selftest 1)")
+    p.add_argument("--e2e-repeats", type=int, metavar="N", help="rounds per variant of each e2e job (1)")
     p.add_argument("--eager", action="store_true", default=None, help="also time each point without graphs")
     p.add_argument("--cuda-graph-max-bs", type=int, help="capture graphs only up to this batch size")
     p.add_argument("--server-args", type=json.loads, default={}, metavar="JSON",
@@ -123,7 +128,8 @@ def make_plan(args: argparse.Namespace, gpus: int) -> Plan:
     models = str(args.models.resolve()) if args.models else "<models>"
     return build_plan(args.profile, variants, models, gpus=gpus, configs=args.configs, backends=args.backends,
                       kinds=args.kinds, micro=micro, e2e=e2e, server_args={**model_args, **args.server_args},
-                      calibration=calibration_from(args.calibrate))
+                      calibration=calibration_from(args.calibrate), repeats=args.repeats,
+                      e2e_repeats=args.e2e_repeats)
 
 
 def check_inputs(args: argparse.Namespace, plan: Plan) -> None:
@@ -140,7 +146,7 @@ def check_inputs(args: argparse.Namespace, plan: Plan) -> None:
 
 def finish(results: ResultSet, out_dir: Path, args: argparse.Namespace, plan: Plan) -> int:
     """Print the table, plots, selftest and comparisons; the exit status."""
-    print(summary.table(results))
+    print(summary.table(results, args.threshold))
     code = 0
     if results.errors:
         print(f"\n{len(results.errors)} failure(s):\n{summary.failures(results)}")

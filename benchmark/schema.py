@@ -3,8 +3,12 @@
 A record's key is (variant, config, backend, mode, bs, k, topk, metric); ``config``
 names the parallel setup (``tp1``, ``tp2``, ``tp2-pcie``), so it carries the TP size.
 Beside the value a record says whether the step replayed a CUDA graph, the spread of
-the samples and the memory-bandwidth floor of the step. ``results.json`` holds the
-records, the processes that produced them and their errors.
+the samples and the memory-bandwidth floor of the step. A figure measured in several
+rounds (one fresh process each) has ``value`` = the median of the rounds' medians,
+``rounds`` = each round's median in round order and ``lo``/``hi`` = their min/max: the
+spread that ``compare.py`` weighs a move against. ``results.json`` holds the records,
+the processes that produced them and their errors. Schema 1 files (one round, no
+``rounds``/``lo``/``hi``) are still read; their figures have no measured spread.
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ from typing import Any
 
 from benchmark.errors import BenchError
 
-SCHEMA = "sglang-fastpath-bench/1"
+SCHEMA = "sglang-fastpath-bench/2"
+READABLE = ("sglang-fastpath-bench/1", SCHEMA)  # /1: one round per figure, no spread fields
 
 
 class Direction(Enum):
@@ -64,6 +69,9 @@ class Record:
     floor_ms: float | None = None
     floor_bytes: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    rounds: list[float] = field(default_factory=list)  # each round's median, in round order
+    lo: float | None = None  # min over rounds
+    hi: float | None = None  # max over rounds
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -77,6 +85,18 @@ class Record:
     @property
     def direction(self) -> Direction:
         return METRICS[self.metric]
+
+    def interval(self) -> tuple[float, float]:
+        """(lo, hi) across rounds; (value, value) when no spread was measured (one round, schema 1)."""
+        if len(self.rounds) < 2 or self.lo is None or self.hi is None:
+            return self.value, self.value
+        return self.lo, self.hi
+
+    def spread_label(self) -> str:
+        """``[lo..hi] xN`` beside a figure, or ``(1 round)`` when there is no spread."""
+        if len(self.rounds) < 2 or self.lo is None or self.hi is None:
+            return "(1 round)"
+        return f"[{self.lo:.4g}..{self.hi:.4g}] x{len(self.rounds)}"
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Record:
@@ -110,8 +130,8 @@ class ResultSet:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: str = "results") -> ResultSet:
-        if data.get("schema") != SCHEMA:
-            raise BenchError(f"{source}: schema {data.get('schema')!r} is not {SCHEMA!r}; "
+        if data.get("schema") not in READABLE:
+            raise BenchError(f"{source}: schema {data.get('schema')!r} is not one of {', '.join(READABLE)}; "
                              "pass a results.json written by benchmark/run.py")
         records = [Record.from_dict(r) for r in data.get("records", [])]
         return cls(dict(data.get("meta", {})), records, list(data.get("processes", [])),

@@ -1,4 +1,5 @@
-"""The regression guard: a 10% latency regression fails, 3% is quiet, improvements are only reported."""
+"""The regression guard: a 10% latency regression fails, 3% is quiet, improvements are only reported,
+a move inside the rounds' spread is noise, a lost graph in any round fails."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ if str(Path(__file__).resolve().parents[1]) not in sys.path:  # the benchmark pa
     sys.path.append(str(Path(__file__).resolve().parents[1]))
 
 from benchmark import compare  # noqa: E402
+from benchmark.rounds import merge  # noqa: E402
 from benchmark.schema import Record, ResultSet  # noqa: E402
 
 
@@ -94,3 +96,40 @@ def test_usage_errors_exit_2(tmp_path, capsys):
 def test_threshold_option(tmp_path, capsys, threshold, expected):
     base, new = write(tmp_path / "a.json", rec(1.0)), write(tmp_path / "b.json", rec(1.1))
     assert compare.main([str(base), str(new), "--threshold", str(threshold)]) == expected
+
+
+def spread(rounds: list[float], *, variant: str = "fork", graphs: list[bool] | None = None) -> Record:
+    """A figure measured in several rounds, merged the way collect.py merges them."""
+    graphs = graphs or [True] * len(rounds)
+    return merge([(n + 1, rec(v, variant=variant, graph=g)) for n, (v, g) in enumerate(zip(rounds, graphs))])
+
+
+def test_a_move_inside_the_spread_is_noise_and_passes(tmp_path, capsys):
+    code, out = run(tmp_path, [spread([1.0, 0.9, 1.12])], [spread([1.1, 1.0, 1.2])], capsys)
+    assert code == 0
+    assert "1 within it (noise), 0 regressions" in out
+    assert "noise  fork tp1 triton verify bs=8" in out and "1 [0.9..1.12] x3 -> 1.1 [1..1.2] x3 (+10.0%)" in out
+
+
+def test_a_move_beyond_threshold_and_spread_fails(tmp_path, capsys):
+    code, out = run(tmp_path, [spread([1.0, 0.98, 1.03])], [spread([1.2, 1.17, 1.24])], capsys)
+    assert code == 1
+    assert "REGRESSION  fork tp1 triton verify bs=8" in out and "[0.98..1.03] x3 -> 1.2 [1.17..1.24] x3" in out
+
+
+def test_separated_but_below_threshold_is_quiet(tmp_path, capsys):
+    code, out = run(tmp_path, [spread([1.0, 1.001, 0.999])], [spread([1.03, 1.031, 1.029])], capsys)
+    assert code == 0 and "0 moved" in out and "0 within it" in out
+
+
+def test_one_eager_round_loses_the_graph(tmp_path, capsys):
+    new = spread([1.0, 1.0, 1.0], graphs=[True, False, True])
+    assert new.graph is None
+    code, out = run(tmp_path, [spread([1.0, 1.0, 1.0])], [new], capsys)
+    assert code == 1 and "graph replay lost in some runs" in out
+
+
+def test_a_schema_1_baseline_is_a_point_against_the_new_spread():
+    old = rec(1.0)  # schema 1: no rounds, so no spread
+    assert compare.judge(old.key(), old, spread([1.1, 0.99, 1.2]), 0.05).tag == "noise"
+    assert compare.judge(old.key(), old, spread([1.1, 1.08, 1.2]), 0.05).regression

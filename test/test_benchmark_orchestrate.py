@@ -46,8 +46,8 @@ FAKE_WORKER = textwrap.dedent('''
 ''')
 
 
-@pytest.fixture
-def world(tmp_path: Path) -> dict:
+def make_world(tmp_path: Path) -> dict:
+    """Models (a Llama config), two sites with sglang/ and a dist-info, this module's fake worker."""
     models = tmp_path / "models"
     (models / "target").mkdir(parents=True)
     (models / "draft").mkdir()
@@ -65,9 +65,15 @@ def world(tmp_path: Path) -> dict:
     return {"models": models, "sites": sites, "fake": fake, "out": tmp_path / "results"}
 
 
-def _run(world: dict, *extra: str, gpus: str = "2") -> int:
+@pytest.fixture
+def world(tmp_path: Path) -> dict:
+    return make_world(tmp_path)
+
+
+def _run(world: dict, *extra: str, gpus: str = "2", repeats: str = "1") -> int:
     return run.main(["--configs", "tp1,tp2-pcie", "--backends", "triton", "--kinds", "micro", "--bs", "1,2",
-                     "--gpus", gpus, "--models", str(world["models"]), "--out", str(world["out"]), "--name", "t",
+                     "--repeats", repeats, "--gpus", gpus, "--models", str(world["models"]), "--out", str(world["out"]),
+                     "--name", "t",
                      "--variant", f"stock={world['sites']['stock']}", "--variant", f"fork={world['sites']['fork']}",
                      "--no-plot", "--bandwidth", "4.8e12", "--worker", f"{sys.executable} {world['fake']}", *extra])
 
@@ -146,7 +152,7 @@ def test_a_site_without_sglang_is_refused_before_running(world, capsys):
 def test_timeout_kills_the_whole_process_group(world, monkeypatch, tmp_path):
     monkeypatch.setattr(orchestrate, "MIN_TIMEOUT_S", 1.0)
     plan = build_plan("quick", [Variant("sleeper", str(world["sites"]["stock"]))], str(world["models"]), gpus=1,
-                      kinds=["micro"], configs=["tp1"], micro=MicroPoints(bs=(1,)), calibration=1e-4)
+                      kinds=["micro"], configs=["tp1"], micro=MicroPoints(bs=(1,)), calibration=1e-4, repeats=1)
     orch = orchestrate.Orchestrator(tmp_path / "o", REPO, worker_argv=[sys.executable, str(world["fake"])],
                                     budget_s=600)
     (outcome,) = orch.run_plan(plan)
@@ -166,10 +172,12 @@ def test_compare_against_a_faster_baseline_exits_1(world, capsys, tmp_path):
     assert _run(world, gpus="1") == 0
     (first,) = world["out"].iterdir()
     baseline = json.loads((first / "results.json").read_text())
-    for r in baseline["records"]:
-        r["value"] *= 0.8  # the baseline was 20% faster: every latency regressed by 25%
+    for r in baseline["records"]:  # the baseline was 20% faster: every latency regressed by 25%
+        r["value"], r["lo"], r["hi"] = r["value"] * 0.8, r["lo"] * 0.8, r["hi"] * 0.8
+        r["rounds"] = [v * 0.8 for v in r["rounds"]]
     (tmp_path / "baseline.json").write_text(json.dumps(baseline))
     capsys.readouterr()
     assert _run(world, "--compare", str(tmp_path / "baseline.json"), gpus="1") == 1
     out = capsys.readouterr().out
-    assert "4 figures, 4 moved more than 5%, 4 regressions" in out and "+25.0%" in out
+    assert "4 figures, 4 moved more than 5% beyond the spread, 0 within it (noise), 4 regressions" in out
+    assert "+25.0%" in out and "(1 round)" in out

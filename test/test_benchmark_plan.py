@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ if str(Path(__file__).resolve().parents[1]) not in sys.path:  # the benchmark pa
 
 from benchmark import run, selftest  # noqa: E402
 from benchmark.errors import BenchError  # noqa: E402
-from benchmark.plan import Variant, build_plan  # noqa: E402
+from benchmark.plan import MicroPoints, Variant, build_plan, point_blocks  # noqa: E402
 from benchmark.schema import Record, ResultSet  # noqa: E402
 from benchmark.tree import draft_tree  # noqa: E402
 
@@ -28,10 +29,37 @@ def test_sweep_fits_one_ten_minute_call_and_keeps_variants_on_one_gpu():
         for i in range(0, len(lane), 2):  # a group's stock and fork run back to back on this GPU
             assert lane[i].group == lane[i + 1].group
             assert [lane[i].variant.name, lane[i + 1].variant.name] == ["stock", "fork"]
-    assert {j.parallel.name for j in plan.serial} == {"tp2", "tp2-pcie"}
+            assert lane[i].round == lane[i + 1].round
+    assert {j.parallel.name for j in plan.serial} == {"tp2-pcie"}
     kinds = {(j.kind, j.parallel.name, j.backend) for j in plan.jobs}
-    assert ("e2e", "tp1", "triton") in kinds and ("micro", "tp2-pcie", "triton") in kinds
-    assert {b for k, _c, b in kinds if k == "micro"} == {"default", "triton", "flashinfer"}
+    assert kinds == {("micro", "tp1", "triton"), ("micro", "tp1", "default"), ("micro", "tp2-pcie", "triton")}
+    assert {j.rounds for j in plan.jobs} == {3} and len(plan.jobs) == 18
+
+
+def test_rounds_alternate_variants_and_name_each_process():
+    plan = build_plan("sweep", VARIANTS, "/m", gpus=1, configs=["tp1"], backends=["triton"], repeats=3)
+    assert [j.name for j in plan.lanes[0]] == [
+        "micro-stock-tp1-triton-r1", "micro-fork-tp1-triton-r1", "micro-stock-tp1-triton-r2",
+        "micro-fork-tp1-triton-r2", "micro-stock-tp1-triton-r3", "micro-fork-tp1-triton-r3"]
+    assert {j.series for j in plan.jobs} == {"micro-stock-tp1-triton", "micro-fork-tp1-triton"}
+    spec = plan.jobs[3].spec()
+    assert (spec["round"], spec["rounds"], spec["micro"]["warmup_block"]) == (2, 3, True)
+    single = build_plan("sweep", VARIANTS, "/m", gpus=1, configs=["tp1"], backends=["triton"], repeats=1)
+    assert [j.name for j in single.jobs] == ["micro-stock-tp1-triton", "micro-fork-tp1-triton"]
+    quick = build_plan("quick", VARIANTS, "/m", gpus=2)
+    assert {(j.kind, j.rounds) for j in quick.jobs} == {("micro", 2), ("e2e", 1)}
+    with pytest.raises(BenchError, match="at least 1 round"):
+        build_plan("sweep", VARIANTS, "/m", gpus=1, repeats=0)
+
+
+def test_warmup_block_comes_first_and_is_estimated():
+    assert point_blocks((1, 8, 64), True) == [(1, True), (1, False), (8, False), (64, False)]
+    assert point_blocks((4,), False) == [(4, False)]
+    with_block = MicroPoints(bs=(1, 8))
+    assert with_block.blocks()[0] == (1, True)
+    job = build_plan("sweep", VARIANTS, "/m", gpus=1, configs=["tp1"], backends=["triton"], micro=with_block).jobs[0]
+    without = replace(job, micro=replace(with_block, warmup_block=False))
+    assert job.estimate_s() > without.estimate_s()
 
 
 def test_one_gpu_cannot_run_tp2():
@@ -46,7 +74,7 @@ def test_job_spec_carries_parallel_settings():
     spec = json.loads(json.dumps(job.spec()))
     assert spec["server_args"] == {"tp_size": 2, "disable_custom_all_reduce": True, "dtype": "bfloat16"}
     assert job.parallel.env() == {"NCCL_P2P_DISABLE": "1"}
-    assert spec["micro"]["ks"] == [2, 3, 4, 6, 8] and spec["site"] == "/tmp/site-stock"
+    assert spec["micro"]["ks"] == [2, 4, 8] and spec["site"] == "/tmp/site-stock"
 
 
 @pytest.mark.parametrize("kwargs,message", [
@@ -72,8 +100,8 @@ def test_calibration_scales_estimates():
 def test_dry_run_prints_plan_without_models(capsys):
     assert run.main(["--dry-run", "--quick", "--gpus", "1", "--variant", "stock=/a", "--variant", "fork=/b"]) == 0
     out = capsys.readouterr().out
-    assert "plan 'quick': 4 processes on 1 GPU(s), estimated" in out
-    assert "micro-fork-tp1-triton" in out and "e2e-stock-tp1-triton" in out
+    assert "plan 'quick': 6 processes on 1 GPU(s), estimated" in out
+    assert "micro-fork-tp1-triton-r2" in out and "e2e-stock-tp1-triton " in out
 
 
 def test_draft_tree_chain_and_tree():
@@ -108,3 +136,18 @@ def test_selftest_verdict_names_the_failing_path():
     ok, text = selftest.verdict(plan, ResultSet(records=broken, errors=errors))
     assert not ok
     assert "FAIL  micro-stock-tp1-triton: verify graph bs=1 k=3 topk=4: verify bs=1 k=3 topk=4: RuntimeError" in text
+
+
+def test_selftest_with_rounds_checks_each_variant_once():
+    one = build_plan("selftest", VARIANTS[:1], "/m", gpus=1, kinds=["micro"])
+    two = build_plan("selftest", VARIANTS[:1], "/m", gpus=1, kinds=["micro"], repeats=2)
+    assert [j.name for j in two.jobs] == ["micro-stock-tp1-triton-r1", "micro-stock-tp1-triton-r2"]
+    assert selftest.checks_for(two) == selftest.checks_for(one)
+    records = [Record("stock", "tp1", "triton", c.mode, c.bs, c.k, c.topk, c.metric, 1.0, graph=c.graph)
+               for c in selftest.checks_for(two)]
+    processes = [{"job": "micro-stock-tp1-triton-r2", "series": "micro-stock-tp1-triton", "status": "skipped",
+                  "note": "budget"}]
+    ok, text = selftest.verdict(two, ResultSet(records=records, processes=processes))
+    assert ok and "SKIP" not in text  # round 1 measured every path: a skipped round 2 changes nothing
+    ok, text = selftest.verdict(two, ResultSet(processes=processes))
+    assert ok and "SKIP  micro-stock-tp1-triton: decode graph bs=1 (budget)" in text
