@@ -38,10 +38,15 @@ Key = tuple[str, str, str, str]  # mode, source, placement, method
 
 
 def all_reduce_counts(record: dict) -> dict[Key, int]:
+    """Counts per path, summed over the message size buckets (``bytes_le``) of the rows."""
     states = record["internal_states"]
     assert states and "all_reduce_stats" in states[0], f"no all-reduce stats in {states}"
-    rows = states[0]["all_reduce_stats"]["counts"]
-    return {(r["mode"], r["source"], r["placement"], r["method"]): r["count"] for r in rows}
+    counts: dict[Key, int] = {}
+    for r in states[0]["all_reduce_stats"]["counts"]:
+        assert "bytes_le" in r, r
+        key = (r["mode"], r["source"], r["placement"], r["method"])
+        counts[key] = counts.get(key, 0) + r["count"]
+    return counts
 
 
 def of_mode(counts: dict[Key, int], mode: str, source: str | None = None) -> dict[Key, int]:
