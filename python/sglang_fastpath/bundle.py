@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +30,7 @@ from sglang_fastpath.bundle_profiles import (
     slim_trims,
 )
 from sglang_fastpath.errors import FastpathError
-from sglang_fastpath.fetch import fetch_pinned, sha256_of
+from sglang_fastpath.fetch import fetch_pinned, run_pip, sha256_of
 from sglang_fastpath.host_manifest import DATA_DIR, DEFAULT_HOST, parse_host_manifest
 from sglang_fastpath.paths import build_dir
 from sglang_fastpath.pins import BASE_VERSION
@@ -139,12 +137,10 @@ def _tool_wheel(dest: Path) -> Path:
     """Build the sglang-fastpath wheel (pure Python) into ``dest``, so the host has the CLI too."""
     source = Path(__file__).resolve().parents[1]
     before = set(dest.glob("sglang_fastpath-*.whl"))
-    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(dest), str(source)],
-                          capture_output=True, text=True)
+    run_pip(["wheel", "-q", "--no-deps", "-w", str(dest), str(source)], f"build the sglang-fastpath wheel from {source}")
     built = sorted(set(dest.glob("sglang_fastpath-*.whl")) - before)
-    if proc.returncode != 0 or not built:
-        detail = (proc.stderr.strip().splitlines() or ["no wheel written"])[-1]
-        raise FastpathError(f"could not build the sglang-fastpath wheel from {source}: {detail}")
+    if not built:
+        raise FastpathError(f"pip reported success but wrote no sglang-fastpath wheel into {dest}")
     return built[-1]
 
 

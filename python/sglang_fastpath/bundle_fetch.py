@@ -12,8 +12,6 @@ import email.parser
 import hashlib
 import json
 import shutil
-import subprocess
-import sys
 import tempfile
 import zipfile
 from dataclasses import dataclass
@@ -27,6 +25,7 @@ from packaging.version import Version
 
 from sglang_fastpath.bundle_profiles import TARGET_PLATFORMS, TARGET_PYTHON
 from sglang_fastpath.errors import FastpathError
+from sglang_fastpath.fetch import run_pip
 
 
 @dataclass(frozen=True)
@@ -72,14 +71,6 @@ def find_cached(cache: Path, name: str, version: str) -> Path | None:
     return best[1] if best else None
 
 
-def _pip(args: list[str], what: str) -> None:
-    proc = subprocess.run([sys.executable, "-m", "pip", *args], capture_output=True, text=True)
-    if proc.returncode != 0:
-        errors = [line for line in proc.stderr.splitlines() if line.startswith("ERROR")]
-        detail = (errors or proc.stderr.strip().splitlines() or ["no output"])[-1]
-        raise FastpathError(f"pip could not {what}: {detail}")
-
-
 def download(requirements: list[str], cache: Path) -> dict[str, Path]:
     """Wheels for each exact ``name==version`` requirement, from the cache or the package index."""
     cache.mkdir(parents=True, exist_ok=True)
@@ -92,7 +83,7 @@ def download(requirements: list[str], cache: Path) -> dict[str, Path]:
         pins[canonicalize_name(req.name)] = spec[0].version
     missing = [f"{n}=={v}" for n, v in pins.items() if find_cached(cache, n, v) is None]
     if missing:
-        _pip(["download", "--no-deps", "-q", *target_args(), "-d", str(cache), *missing],
+        run_pip(["download", "--no-deps", "-q", *target_args(), "-d", str(cache), *missing],
              f"download {len(missing)} wheels for CPython {TARGET_PYTHON} x86_64")
     found = {}
     for name, version in pins.items():
@@ -125,7 +116,7 @@ def resolve(root_wheel: Path, cache: Path) -> dict[str, Dist]:
         cache.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory() as tmp:
             partial = Path(tmp) / "report.json"
-            _pip(["install", "--dry-run", "--ignore-installed", "-q", *target_args(), "--target",
+            run_pip(["install", "--dry-run", "--ignore-installed", "-q", *target_args(), "--target",
                   str(Path(tmp) / "site"), "--report", str(partial), str(root_wheel)],
                  f"resolve the dependencies of {root_wheel.name}")
             shutil.move(str(partial), report_path)

@@ -49,17 +49,23 @@ def verify_wheel(path: Path, pin: WheelPin) -> Path:
     return path
 
 
-def _pip_download(requirement: str, dest: Path, pin: WheelPin | None) -> None:
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-q", "-d", str(dest)]
-    if pin is not None and pin.python_version:
-        cmd += ["--python-version", pin.python_version, "--implementation", "cp"]
-    if pin is not None and pin.platform:
-        cmd += ["--platform", pin.platform]
-    cmd.append(requirement)
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+def run_pip(args: list[str], what: str) -> subprocess.CompletedProcess[str]:
+    """``python -m pip ARGS``; on failure one line: what pip could not do and its last error."""
+    proc = subprocess.run([sys.executable, "-m", "pip", *args], capture_output=True, text=True)
     if proc.returncode != 0:
-        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        raise FastpathError(f"pip could not download {requirement}: {last}")
+        errors = [line for line in proc.stderr.splitlines() if line.startswith("ERROR")]
+        detail = (errors or proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise FastpathError(f"pip could not {what}: {detail}")
+    return proc
+
+
+def _pip_download(requirement: str, dest: Path, pin: WheelPin | None) -> None:
+    args = ["download", "--no-deps", "--only-binary=:all:", "-q", "-d", str(dest)]
+    if pin is not None and pin.python_version:
+        args += ["--python-version", pin.python_version, "--implementation", "cp"]
+    if pin is not None and pin.platform:
+        args += ["--platform", pin.platform]
+    run_pip([*args, requirement], f"download {requirement}")
 
 
 def fetch_pinned(version: str, python_tag: str | None = None, cache: Path | None = None) -> Path:
