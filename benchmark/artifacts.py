@@ -60,7 +60,7 @@ def env_record(variants: list[Variant], gpus: list[dict[str, str]], repo: Path, 
         "gpus": gpus,
         "git": git_state(repo),
         "environment": env_snapshot(os.environ if environ is None else environ),
-        "variants": {v.name: {"site": v.site, "sglang_version": site_version(v.site),
+        "variants": {v.name: {"site": v.site, "env": dict(v.env), "sglang_version": site_version(v.site),
                               "reported": reported.get(v.name, [])[:1]} for v in variants},
     }
 

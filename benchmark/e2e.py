@@ -6,7 +6,11 @@ batch reuses another's prefix. The spec-on engine runs EAGLE3 with the job's dra
 under SGLANG_SIMULATE_ACC_LEN (acceptance forced to that length). For each batch size
 every request gets ``prompt_len`` random tokens and generates exactly ``output_len``
 (ignore_eos); tokens/s = generated tokens / wall time of the generate call, prefill
-included, after one warm-up call at the largest batch.
+included, after one warm-up call at the largest batch. ``acc_len`` 0 keeps the draft's
+real acceptance (an oracle pair accepts everything). With the fork's all-reduce
+telemetry on, each run's all-reduce counts per generated token are recorded; with
+``profile_steps``, a torch-profiler trace per batch size is taken after the timed runs
+and summarized (``engine_probes``).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmark import engine_probes
 from benchmark.floor import ModelShape
 from benchmark.sink import Sink
 from benchmark.tokens import token_ids
@@ -83,12 +88,17 @@ def run_engine(spec: dict[str, Any], sink: Sink, speculative: bool) -> None:
         _generate(engine, prompts, min(16, e["output_len"]))  # warm-up: graphs, allocator
         for bs in e["bs"]:
             try:
+                before = engine_probes.all_reduce_counts(engine)
                 seconds, outputs = _generate(engine, prompts[:bs], e["output_len"])
                 tokens = sum(int(o["meta_info"]["completion_tokens"]) for o in outputs)
                 extra = {"seconds": round(seconds, 4), "tokens": tokens, "startup_s": round(startup_s, 1),
                          "prompt_len": e["prompt_len"], "output_len": e["output_len"]}
                 sink.record(mode=mode, bs=bs, k=k, topk=topk, metric="tokens_per_s", value=tokens / seconds,
                             n=1, extra=extra)
+                delta = engine_probes.count_delta(before, engine_probes.all_reduce_counts(engine))
+                if delta is not None:
+                    sink.info("all_reduce_counts", {"mode": mode, "bs": bs, "tokens": tokens,
+                                                    "rows": engine_probes.delta_rows(delta, tokens)})
                 accepts = [o["meta_info"].get("spec_accept_length") for o in outputs]
                 accepts = [float(a) for a in accepts if a is not None]
                 if speculative and accepts:
@@ -96,12 +106,23 @@ def run_engine(spec: dict[str, Any], sink: Sink, speculative: bool) -> None:
                                 value=sum(accepts) / len(accepts), n=len(accepts), extra=extra)
             except Exception as exc:  # noqa: BLE001 - the other batch sizes still run
                 sink.error(f"{mode} bs={bs} k={k} topk={topk}", exc)
+        for bs in e["bs"] if e.get("profile_steps") else ():
+            try:
+                folder = Path(spec["trace_dir"]) / f"{mode}-bs{bs}"
+                summary = engine_probes.profile_run(
+                    engine, lambda: _generate(engine, prompts[:bs], e["output_len"]), folder, e["profile_steps"])
+                sink.info("trace_summary", {"mode": mode, "bs": bs, "steps": e["profile_steps"],
+                                            "folder": str(folder), "traces": summary})
+            except Exception as exc:  # noqa: BLE001 - a failed trace leaves the timings standing
+                sink.error(f"{mode} bs={bs} profile", exc)
     finally:
         engine.shutdown()
 
 
 def run_job(spec: dict[str, Any], sink: Sink, out: str) -> int:
-    os.environ["SGLANG_SIMULATE_ACC_LEN"] = str(spec["e2e"]["acc_len"])  # read by the spawned scheduler
+    if spec["e2e"]["acc_len"] > 0:  # read by the spawned scheduler; 0 keeps the draft's real acceptance
+        os.environ["SGLANG_SIMULATE_ACC_LEN"] = str(spec["e2e"]["acc_len"])
+    spec = {**spec, "trace_dir": str(Path(out).with_suffix("")) + "-traces"}
     failed = 0
     for speculative in (False, True):
         try:

@@ -62,7 +62,8 @@ class JobOutcome:
 def job_env(job: Job, gpus: str, repo: Path) -> dict[str, str]:
     """The variables a job's process gets on top of the parent environment."""
     return {**BASE_ENV, "CUDA_VISIBLE_DEVICES": gpus,
-            "PYTHONPATH": os.pathsep.join([job.variant.site, str(repo)]), **job.parallel.env()}
+            "PYTHONPATH": os.pathsep.join([job.variant.site, str(repo)]), **job.parallel.env(),
+            **dict(job.variant.env)}
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:

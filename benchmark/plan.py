@@ -36,6 +36,7 @@ ENGINE_START_S = {1: 35.0, 2: 50.0}
 ENGINE_SPEC_EXTRA_S = 15.0
 E2E_BATCH_S = 1.0  # plus output_len / 256 s per batch size and engine
 FIRST_COMPILE_S = 40.0
+PROFILE_WRITE_S = 8.0
 
 
 @dataclass(frozen=True)
@@ -102,16 +103,24 @@ class E2EPoints:
     bs: tuple[int, ...] = BS
     prompt_len: int = 128
     output_len: int = 256
-    acc_len: float = 3.0  # SGLANG_SIMULATE_ACC_LEN for the spec-on engine
+    acc_len: float = 3.0  # SGLANG_SIMULATE_ACC_LEN for the spec-on engine; 0: the draft's real acceptance
     steps: int = 3
     topk: int = 1
     draft_tokens: int = 4
+    profile_steps: int = 0  # > 0: after the timed runs, a torch-profiler trace of this many steps per bs
 
 
 @dataclass(frozen=True)
 class Variant:
+    """One side of the comparison: a site folder holding sglang/, plus variables its processes get.
+
+    Two variants may share a site and differ only in ``env``: e.g. the fork with and
+    without a test switch (``--variant-env old:SGLANG_TEST_FORCE_PCG_FLAG_IN_VERIFY=1``).
+    """
+
     name: str
     site: str
+    env: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def parse(cls, text: str) -> Variant:
@@ -119,6 +128,24 @@ class Variant:
         if not sep or not name or not site or not name.replace("-", "").replace("_", "").isalnum():
             raise BenchError(f"--variant {text!r}: write NAME=SITE_DIR, e.g. stock=/tmp/site-stock")
         return cls(name, site)
+
+    def with_env(self, assignments: list[tuple[str, str]]) -> Variant:
+        return replace(self, env=tuple(sorted({**dict(self.env), **dict(assignments)}.items())))
+
+
+def parse_variant_env(texts: list[str], variants: list[Variant]) -> list[Variant]:
+    """Apply ``--variant-env NAME:KEY=VALUE`` options to the variants they name."""
+    extra: dict[str, list[tuple[str, str]]] = {}
+    names = {v.name for v in variants}
+    for text in texts:
+        name, sep, assignment = text.partition(":")
+        key, eq, value = assignment.partition("=")
+        if not sep or not eq or not key or not key.replace("_", "").isalnum():
+            raise BenchError(f"--variant-env {text!r}: write NAME:KEY=VALUE, e.g. old:SGLANG_FOO=1")
+        if name not in names:
+            raise BenchError(f"--variant-env {text!r}: no --variant named {name!r} (have {', '.join(sorted(names))})")
+        extra.setdefault(name, []).append((key, value))
+    return [v.with_env(extra.get(v.name, [])) for v in variants]
 
 
 @dataclass(frozen=True)
@@ -160,6 +187,8 @@ class Job:
             e = self.e2e or E2EPoints()
             start = ENGINE_START_S.get(tp, ENGINE_START_S[2])
             s = IMPORT_S + 2 * start + ENGINE_SPEC_EXTRA_S + 2 * len(e.bs) * (E2E_BATCH_S + e.output_len / 256)
+            if e.profile_steps:  # one more generate per batch size, and the ranks writing their traces
+                s += 2 * len(e.bs) * (E2E_BATCH_S + e.output_len / 256 + PROFILE_WRITE_S)
         return s * self.calibration
 
     def spec(self) -> dict[str, Any]:
@@ -169,7 +198,7 @@ class Job:
             "config": self.parallel.name, "tp": self.parallel.tp, "backend": self.backend,
             "models": self.models, "server_args": {**self.parallel.server_args(), **dict(self.server_args)},
             "micro": asdict(self.micro) if self.micro else None, "e2e": asdict(self.e2e) if self.e2e else None,
-            "round": self.round, "rounds": self.rounds,
+            "round": self.round, "rounds": self.rounds, "variant_env": dict(self.variant.env),
         }
 
 
@@ -247,7 +276,8 @@ def _job_line(job: Job) -> str:
                 f"{f', round 1 of {job.rounds}' if job.rounds > 1 else ''}")
     else:
         e = job.e2e or E2EPoints()
-        what = (f"spec off/on (acc len {e.acc_len}, k {e.draft_tokens}, topk {e.topk}) x bs {list(e.bs)}, "
+        acc = f"acc len {e.acc_len}" if e.acc_len > 0 else "real acceptance"
+        what = (f"spec off/on ({acc}, k {e.draft_tokens}, topk {e.topk}) x bs {list(e.bs)}, "
                 f"{e.output_len} new tokens{f', round 1 of {job.rounds}' if job.rounds > 1 else ''}")
     return f"{job.name:<42} ~{job.estimate_s():5.0f} s  {what}"
 

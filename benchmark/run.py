@@ -35,7 +35,8 @@ from benchmark.envinfo import gpu_inventory  # noqa: E402
 from benchmark.errors import BenchError  # noqa: E402
 from benchmark.floor import ModelShape, gpu_bandwidth  # noqa: E402
 from benchmark.orchestrate import JobOutcome, Orchestrator  # noqa: E402
-from benchmark.plan import PROFILE_POINTS, PROFILES, Plan, Variant, build_plan, with_points  # noqa: E402
+from benchmark.plan import (  # noqa: E402
+    PROFILE_POINTS, PROFILES, Plan, Variant, build_plan, parse_variant_env, with_points)
 from benchmark.schema import ResultSet  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -67,6 +68,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                        help="= --profile selftest")
     p.add_argument("--models", type=Path, help="folder with target/, draft/ (sglang-fastpath models ... --out)")
     p.add_argument("--variant", action="append", default=[], metavar="NAME=SITE", help="repeatable; first = base")
+    p.add_argument("--variant-env", action="append", default=[], metavar="NAME:KEY=VALUE",
+                   help="repeatable; a variable for every process of variant NAME (e.g. a test switch)")
     p.add_argument("--out", type=Path, default=REPO / "benchmark" / "results")
     p.add_argument("--name", help="results folder suffix (default: the profile)")
     p.add_argument("--dry-run", action="store_true", help="print the plan and its estimated time, run nothing")
@@ -85,6 +88,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--repeats", type=int, metavar="N",
                    help="rounds per variant of each micro job, alternating A B A B (sweep 3, quick 2, selftest 1)")
     p.add_argument("--e2e-repeats", type=int, metavar="N", help="rounds per variant of each e2e job (1)")
+    p.add_argument("--prompt-len", type=int, help="e2e: prompt tokens per request (128)")
+    p.add_argument("--output-len", type=int, help="e2e: generated tokens per request (256)")
+    p.add_argument("--acc-len", type=float,
+                   help="e2e: SGLANG_SIMULATE_ACC_LEN for the spec-on engine (3); 0 = the draft's real acceptance")
+    p.add_argument("--profile-steps", type=int,
+                   help="e2e: after the timed runs, record a torch-profiler trace of N steps per batch size "
+                        "and summarize where GPU time went (benchmark/trace_summary.py)")
     p.add_argument("--eager", action="store_true", default=None, help="also time each point without graphs")
     p.add_argument("--cuda-graph-max-bs", type=int, help="capture graphs only up to this batch size")
     p.add_argument("--server-args", type=json.loads, default={}, metavar="JSON",
@@ -121,10 +131,12 @@ def make_plan(args: argparse.Namespace, gpus: int) -> Plan:
     micro = with_points(micro, bs=args.bs, ks=args.ks, topks=args.topks, ctx=args.ctx, iters=args.iters,
                         eager=args.eager, graph_max_bs=args.cuda_graph_max_bs)
     model_args, speculative = manifest(args.models)
-    e2e = with_points(e2e, bs=args.bs, steps=speculative.get("speculative_num_steps"),
+    e2e = with_points(e2e, bs=args.bs, prompt_len=args.prompt_len, output_len=args.output_len,
+                      acc_len=args.acc_len, profile_steps=args.profile_steps,
+                      steps=speculative.get("speculative_num_steps"),
                       topk=speculative.get("speculative_eagle_topk"),
                       draft_tokens=speculative.get("speculative_num_draft_tokens"))
-    variants = [Variant.parse(v) for v in args.variant]
+    variants = parse_variant_env(args.variant_env, [Variant.parse(v) for v in args.variant])
     models = str(args.models.resolve()) if args.models else "<models>"
     return build_plan(args.profile, variants, models, gpus=gpus, configs=args.configs, backends=args.backends,
                       kinds=args.kinds, micro=micro, e2e=e2e, server_args={**model_args, **args.server_args},
@@ -201,7 +213,7 @@ def run(args: argparse.Namespace) -> int:
         "models": str(args.models.resolve()), "model_shape": dataclasses.asdict(shape),
         "budget_s": args.budget_s, "plan": plan.describe(), "argv": argv}
     outcomes: list[JobOutcome] = []
-    variants = [Variant.parse(v) for v in args.variant]
+    variants = parse_variant_env(args.variant_env, [Variant.parse(v) for v in args.variant])
 
     def write_env() -> None:  # at the start too: a run cut off by its caller keeps it
         artifacts.write_json(out_dir / "env.json", artifacts.env_record(variants, inventory, REPO, outcomes))

@@ -151,3 +151,37 @@ def test_selftest_with_rounds_checks_each_variant_once():
     assert ok and "SKIP" not in text  # round 1 measured every path: a skipped round 2 changes nothing
     ok, text = selftest.verdict(two, ResultSet(processes=processes))
     assert ok and "SKIP  micro-stock-tp1-triton: decode graph bs=1 (budget)" in text
+
+
+def test_variant_env_applies_to_the_named_variant_only():
+    from benchmark.orchestrate import job_env
+    from benchmark.plan import parse_variant_env
+
+    stock, fork = parse_variant_env(["fork:SGLANG_TEST_X=1", "fork:B=two=2"], VARIANTS)
+    assert stock.env == () and fork.env == (("B", "two=2"), ("SGLANG_TEST_X", "1"))
+    plan = build_plan("quick", [stock, fork], "/m", gpus=2, configs=["tp1"], kinds=["micro"])
+    envs = {j.variant.name: job_env(j, "0", Path("/repo")) for j in plan.jobs}
+    assert envs["fork"]["SGLANG_TEST_X"] == "1" and "SGLANG_TEST_X" not in envs["stock"]
+    assert [j.spec()["variant_env"] for j in plan.jobs][:2] == [{}, {"B": "two=2", "SGLANG_TEST_X": "1"}]
+
+
+@pytest.mark.parametrize("text, message", [("nocolon", "NAME:KEY=VALUE"), ("fork:NOEQ", "NAME:KEY=VALUE"),
+                                           ("other:A=1", "no --variant named 'other'"),
+                                           ("fork:BAD-KEY=1", "NAME:KEY=VALUE")])
+def test_bad_variant_env_is_named(text, message):
+    from benchmark.plan import parse_variant_env
+
+    with pytest.raises(BenchError, match=message):
+        parse_variant_env([text], VARIANTS)
+
+
+def test_e2e_options_reach_the_points_and_the_estimate(tmp_path):
+    args = run.parse_args(["--profile", "all", "--kinds", "e2e", "--configs", "tp2-pcie", "--bs", "1",
+                           "--output-len", "256", "--acc-len", "0", "--profile-steps", "24",
+                           "--variant", "fork=/s"])
+    plan = run.make_plan(args, 2)
+    (job,) = plan.jobs
+    assert (job.e2e.acc_len, job.e2e.output_len, job.e2e.profile_steps, job.e2e.bs) == (0, 256, 24, (1,))
+    unprofiled = replace(job, e2e=replace(job.e2e, profile_steps=0))
+    assert job.estimate_s() > unprofiled.estimate_s()
+    assert "real acceptance" in plan.describe()

@@ -39,6 +39,12 @@ def dense_models(models_root: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
+def kimi_models(models_root: Path) -> Path:
+    """Kimi-K2.5 text shapes, 4 layers (1 dense + 3 MoE, INT4 experts): ~33 GiB, drawn on the GPU."""
+    return _make("kimi", models_root, "--layers", "4", "--device", "cuda")
+
+
+@pytest.fixture(scope="session")
 def engine_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = os.environ.get("OUT")
     return Path(out) / "engines" if out else tmp_path_factory.mktemp("engines")

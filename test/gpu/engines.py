@@ -19,6 +19,12 @@ PROMPTS = [
 ]
 SAMPLING = {"temperature": 0.0, "max_new_tokens": 64, "ignore_eos": True}
 SPEC = {"speculative_num_steps": 3, "speculative_eagle_topk": 1, "speculative_num_draft_tokens": 4}
+# Several engines share the GPUs when gate.sh runs its shards at once. SGLang leaves
+# (1 - mem_fraction_static) of the memory free at its own start as slack and fills the
+# rest with KV cache unless max_total_tokens caps it: the cap keeps each engine at a few
+# GiB, the fraction keeps the slack small enough for engines that start later.
+MEM_FRACTION = 0.6
+MAX_TOTAL_TOKENS = 16384
 
 
 @dataclass(frozen=True)
@@ -33,8 +39,9 @@ class Case:
     def engine_kwargs(self) -> dict:
         kw = dict(
             model_path=str(self.models / "target"), dtype="bfloat16", attention_backend="triton",
-            sampling_backend="pytorch", grammar_backend="none", mem_fraction_static=0.3,
-            context_length=1024, max_running_requests=8, cuda_graph_max_bs_decode=8,
+            sampling_backend="pytorch", grammar_backend="none", mem_fraction_static=MEM_FRACTION,
+            max_total_tokens=MAX_TOTAL_TOKENS, context_length=1024, max_running_requests=8,
+            cuda_graph_max_bs_decode=8,
             disable_cuda_graph=not self.cuda_graph, tp_size=self.tp, random_seed=0, log_level="info",
         )
         if self.spec:

@@ -4,7 +4,8 @@ Each case is a real ``sglang.Engine`` in its own process (see engines.py). Greed
 token ids with EAGLE-3 (graph on and off) must equal those without speculation,
 at TP 1 and 2, on the tiny pair and a 4-layer Llama-3-8B-shaped pair; on the
 oracle pair, whose draft provably predicts the target, the accept length must
-equal the number of draft tokens.
+equal the number of draft tokens. The kimi pair (DeepSeek-V3 architecture at
+Kimi-K2.5 widths, MLA and INT4 experts, oracle-wired) runs at TP 2 with graphs.
 """
 
 from __future__ import annotations
@@ -40,3 +41,12 @@ def test_oracle_accepts_every_draft_token(oracle_models: Path, graph: bool, engi
         assert meta["spec_accept_length"] >= k - 0.2, meta
     base = output_ids(run_case(Case(oracle_models, spec=False), engine_dir))
     assert output_ids(record) == base
+
+
+@pytest.mark.skipif(gpu_count() < 2, reason="needs 2 GPUs")
+def test_kimi_speculation_keeps_greedy_output(kimi_models: Path, engine_dir: Path) -> None:
+    base = output_ids(run_case(Case(kimi_models, spec=False, tp=2), engine_dir, timeout_s=600))
+    record = run_case(Case(kimi_models, spec=True, tp=2), engine_dir, timeout_s=600)
+    assert output_ids(record) == base, "EAGLE-3 changed greedy output on the kimi pair at tp=2"
+    k = SPEC["speculative_num_draft_tokens"]
+    assert all(o["meta_info"]["spec_accept_length"] >= k - 0.2 for o in record["outputs"]), record["outputs"]

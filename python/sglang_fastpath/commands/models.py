@@ -47,7 +47,10 @@ def _check_device(device: str) -> None:
 def run(args: argparse.Namespace) -> int:
     from sglang_fastpath.models.pair import make_pair, measure_pair, server_args
 
-    plan = args.kind_module.plan_from_args(args)
+    try:
+        plan = args.kind_module.plan_from_args(args)
+    except ValueError as exc:  # a shape the options cannot make (e.g. --layers too small for a draft)
+        raise FastpathError(f"models {args.kind}: {exc}") from None
     if args.dry_run:
         sizes = measure_pair(plan)
         for side, info in sizes.items():

@@ -1,0 +1,77 @@
+"""What an e2e engine can tell besides tokens/s: all-reduce counts per run, and a profiler trace.
+
+* All-reduce telemetry (the fork's patch 0002, on with ``SGLANG_ALL_REDUCE_STATS=1``):
+  TP rank 0's counts come back through ``Engine.get_server_info()``. They accumulate over
+  the engine's life, so a run's own counts are the difference of the snapshots taken
+  before and after it (``count_delta``), reported per generated token. Stock SGLang has
+  no telemetry: the probe then returns None and nothing is recorded.
+* Profile: ``Engine.start_profile`` for a fixed number of scheduler steps, then one more
+  generate call of the same batch; SGLang writes a torch-profiler trace per TP rank into
+  the folder, which ``trace_summary`` condenses (GPU time per kernel category, busy vs
+  idle, CUDA runtime calls).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+Key = tuple[str, str, str, str, str]  # mode, source, placement, method, bytes_le
+
+
+def all_reduce_counts(engine: Any) -> dict[Key, int] | None:
+    """TP rank 0's all-reduce counts, or None when the engine has no telemetry."""
+    try:
+        states = engine.get_server_info().get("internal_states") or []
+    except Exception:  # noqa: BLE001 - a probe must never fail the measurement
+        return None
+    stats = states[0].get("all_reduce_stats") if states else None
+    if not stats:
+        return None
+    counts: dict[Key, int] = {}
+    for row in stats.get("counts", []):
+        key = (row["mode"], row["source"], row["placement"], row["method"], str(row.get("bytes_le", "")))
+        counts[key] = counts.get(key, 0) + int(row["count"])
+    return counts
+
+
+def count_delta(before: dict[Key, int] | None, after: dict[Key, int] | None) -> dict[Key, int] | None:
+    if before is None or after is None:
+        return None
+    delta = {k: n - before.get(k, 0) for k, n in after.items()}
+    return {k: n for k, n in delta.items() if n}
+
+
+def delta_rows(delta: dict[Key, int], tokens: int) -> list[dict[str, Any]]:
+    """One row per path, with the count per generated token, largest first."""
+    rows = [{"mode": k[0], "source": k[1], "placement": k[2], "method": k[3], "bytes_le": k[4], "count": n,
+             "per_token": round(n / tokens, 3) if tokens else None} for k, n in delta.items()]
+    return sorted(rows, key=lambda r: -r["count"])
+
+
+def profile_run(engine: Any, run: Callable[[], Any], folder: Path, steps: int,
+                wait_s: float = 60.0) -> dict[str, Any]:
+    """Trace ``steps`` scheduler steps of ``run()`` into ``folder``; the traces' summary."""
+    from benchmark import trace_summary
+
+    folder.mkdir(parents=True, exist_ok=True)
+    engine.start_profile(output_dir=str(folder), num_steps=steps, activities=["CPU", "GPU"],
+                         with_stack=False, record_shapes=False)
+    run()
+    deadline = time.monotonic() + wait_s
+    traces: list[Path] = []
+    while time.monotonic() < deadline:  # the ranks write their traces after the last profiled step
+        traces = trace_summary.trace_files(folder)
+        if traces and all(_settled(p) for p in traces):
+            break
+        time.sleep(1.0)
+    if not traces:
+        return {"error": f"no trace written into {folder} within {wait_s:.0f} s"}
+    return {p.name: trace_summary.summarize(trace_summary.load_trace(p)) for p in traces}
+
+
+def _settled(path: Path) -> bool:
+    size = path.stat().st_size
+    time.sleep(0.5)
+    return size > 0 and path.stat().st_size == size
