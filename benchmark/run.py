@@ -171,8 +171,9 @@ def finish(results: ResultSet, out_dir: Path, args: argparse.Namespace, plan: Pl
                 print(f"plot: {png}")
         except BenchError as exc:
             print(f"plots skipped: {exc}")
-    variants = list(dict.fromkeys(j.variant.name for j in plan.jobs))
-    if len(variants) > 1 and results.records:
+    measured = {r.variant for r in results.records}  # a variant whose jobs were all skipped has no figures
+    variants = [v for v in dict.fromkeys(j.variant.name for j in plan.jobs) if v in measured]
+    if len(variants) > 1:
         side = compare.compare_variants(results, variants[0], variants[-1], args.threshold,
                                         metrics=("latency_ms", "tokens_per_s", "accept_len"))
         print("\n" + side.report(variants[0], variants[-1]))

@@ -33,6 +33,8 @@ FAKE_WORKER = textwrap.dedent('''
                                            "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST")}
     emit({"type": "info", "what": "versions", "data": {"what": "versions", "env": seen, "cwd": os.getcwd(),
           "sglang_file": spec["site"] + "/sglang/__init__.py"}})
+    if spec["variant"] == "empty":
+        sys.exit(1)
     if spec["variant"] == "sleeper":
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
         open(spec["models"] + "/child.pid", "w").write(str(child.pid))
@@ -181,3 +183,10 @@ def test_compare_against_a_faster_baseline_exits_1(world, capsys, tmp_path):
     out = capsys.readouterr().out
     assert "4 figures, 4 moved more than 5% beyond the spread, 0 within it (noise), 4 regressions" in out
     assert "+25.0%" in out and "(1 round)" in out
+
+
+def test_a_variant_without_figures_does_not_break_the_report(world, capsys):
+    """A last variant whose processes all failed or were skipped: the run still reports the others."""
+    code = _run(world, "--configs", "tp1", "--variant", f"empty={world['sites']['fork']}")
+    out = capsys.readouterr().out
+    assert code == 3 and "compare stock -> fork" in out and "empty" not in out.split("compare")[1]
