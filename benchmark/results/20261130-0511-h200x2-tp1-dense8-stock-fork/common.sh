@@ -1,0 +1,12 @@
+# Sourced by each device call: install (skipped when warm), offline env, a clock.
+T0=$(date +%s)
+left() { echo $(( $1 - $(date +%s) + T0 )); }
+say() { echo "[call t=$(( $(date +%s) - T0 ))s] $*"; }
+bash test/gpu/run_on_device.sh --preflight > "$OUT/preflight.log" 2>&1 || { tail -30 "$OUT/preflight.log"; exit 3; }
+say "preflight ok"
+export PYTHONPATH=/tmp/site-fork:$PWD/python PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
+  TOKENIZERS_PARALLELISM=false NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \
+  SGLANG_IS_FLASHINFER_AVAILABLE=false SGLANG_CUDA_COREDUMP_BEFORE_CRASH_WAIT_SECS=0 \
+  SGLANG_FASTPATH_MODELS=/tmp/fastpath-models
+M=/tmp/fastpath-models
+mkdir -p $M
