@@ -1,0 +1,101 @@
+"""The e2e job against a stand-in ``sglang.Engine``: real acceptance, per-run all-reduce counts, profiles."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sys
+import types
+from pathlib import Path
+
+if str(Path(__file__).resolve().parents[1]) not in sys.path:  # the benchmark package
+    sys.path.append(str(Path(__file__).resolve().parents[1]))
+
+from benchmark import e2e  # noqa: E402
+from benchmark.sink import Sink  # noqa: E402
+
+LLAMA = {"hidden_size": 512, "num_hidden_layers": 4, "vocab_size": 32000, "num_attention_heads": 8,
+         "num_key_value_heads": 4, "head_dim": 64, "intermediate_size": 1536, "torch_dtype": "bfloat16"}
+AR = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL"
+
+
+class FakeEngine:
+    """Counts 17 all-reduces per generated token (decode) or 4 per token (verify), like the fork's telemetry."""
+
+    started: list[dict] = []
+
+    def __init__(self, **kwargs: object) -> None:
+        self.kwargs = kwargs
+        self.spec = kwargs.get("speculative_algorithm") == "EAGLE3"
+        self.count = 0
+        self.profile_dir: str | None = None
+        FakeEngine.started.append(kwargs)
+
+    def generate(self, input_ids: list[list[int]], sampling_params: dict) -> list[dict]:
+        n = sampling_params["max_new_tokens"]
+        self.count += len(input_ids) * n * (4 if self.spec else 17)
+        if self.profile_dir:  # the scheduler writes its trace when the profiled steps are done
+            with gzip.open(Path(self.profile_dir) / "1-TP-0.trace.json.gz", "wt") as f:
+                json.dump({"traceEvents": [{"ph": "X", "cat": "kernel", "name": AR, "ts": 0, "dur": 12}]}, f)
+            self.profile_dir = None
+        meta = {"completion_tokens": n, **({"spec_accept_length": 4.0} if self.spec else {})}
+        return [{"meta_info": dict(meta)} for _ in input_ids]
+
+    def get_server_info(self) -> dict:
+        mode = "target_verify" if self.spec else "decode"
+        row = {"mode": mode, "source": "replay", "placement": "in_place", "method": "pynccl", "bytes_le": "8192",
+               "count": self.count}
+        return {"internal_states": [{"all_reduce_stats": {"counts": [row]}}]}
+
+    def start_profile(self, output_dir: str, **kwargs: object) -> None:
+        self.profile_dir = output_dir
+
+    def shutdown(self) -> None:
+        pass
+
+
+def test_e2e_job_keeps_real_acceptance_and_records_counts_and_profiles(tmp_path, monkeypatch):
+    fake = types.ModuleType("sglang")
+    fake.Engine = FakeEngine
+    monkeypatch.setitem(sys.modules, "sglang", fake)
+    monkeypatch.setenv("SGLANG_SIMULATE_ACC_LEN", "-1")  # recorded, so the job's own setting is undone after
+    monkeypatch.delenv("SGLANG_SIMULATE_ACC_LEN")
+    (tmp_path / "m" / "target").mkdir(parents=True)
+    (tmp_path / "m" / "target" / "config.json").write_text(json.dumps(LLAMA))
+    spec = {"models": str(tmp_path / "m"), "backend": "triton", "server_args": {"tp_size": 2},
+            "e2e": {"bs": [1, 2], "prompt_len": 4, "output_len": 8, "acc_len": 0, "steps": 3, "topk": 1,
+                    "draft_tokens": 4, "profile_steps": 5}}
+    out = tmp_path / "job.jsonl"
+    assert e2e.run_job(spec, Sink(str(out)), str(out)) == 0
+    assert "SGLANG_SIMULATE_ACC_LEN" not in __import__("os").environ
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    assert not [x for x in lines if x["type"] == "error"], lines
+    tps = {(x["mode"], x["bs"]) for x in lines if x["type"] == "record" and x["metric"] == "tokens_per_s"}
+    assert tps == {("e2e_nospec", 1), ("e2e_nospec", 2), ("e2e_spec", 1), ("e2e_spec", 2)}
+    counts = {(x["data"]["mode"], x["data"]["bs"]): x["data"]["rows"] for x in lines
+              if x.get("what") == "all_reduce_counts"}
+    assert counts[("e2e_nospec", 2)][0]["count"] == 2 * 8 * 17 and counts[("e2e_nospec", 2)][0]["per_token"] == 17
+    assert counts[("e2e_spec", 1)][0]["per_token"] == 4
+    traces = [x["data"] for x in lines if x.get("what") == "trace_summary"]
+    assert {(t["mode"], t["bs"]) for t in traces} == set(tps)
+    summary = traces[0]["traces"]["1-TP-0.trace.json.gz"]
+    assert summary["categories"]["nccl_allreduce"]["count"] == 1
+    assert Path(traces[0]["folder"]).parent == Path(str(out.with_suffix("")) + "-traces")
+    assert FakeEngine.started[-1]["speculative_num_draft_tokens"] == 4
+
+
+def test_a_positive_acc_len_is_simulated(tmp_path, monkeypatch):
+    fake = types.ModuleType("sglang")
+    fake.Engine = FakeEngine
+    monkeypatch.setitem(sys.modules, "sglang", fake)
+    monkeypatch.setenv("SGLANG_SIMULATE_ACC_LEN", "-1")  # recorded, so the job's own setting is undone after
+    monkeypatch.delenv("SGLANG_SIMULATE_ACC_LEN")
+    (tmp_path / "m" / "target").mkdir(parents=True)
+    (tmp_path / "m" / "target" / "config.json").write_text(json.dumps(LLAMA))
+    spec = {"models": str(tmp_path / "m"), "backend": "default", "server_args": {},
+            "e2e": {"bs": [1], "prompt_len": 4, "output_len": 4, "acc_len": 3.0, "steps": 3, "topk": 1,
+                    "draft_tokens": 4, "profile_steps": 0}}
+    out = tmp_path / "job.jsonl"
+    assert e2e.run_job(spec, Sink(str(out)), str(out)) == 0
+    assert __import__("os").environ["SGLANG_SIMULATE_ACC_LEN"] == "3.0"
+    assert not (tmp_path / "job-traces").exists()
