@@ -8,6 +8,8 @@ import sys
 import types
 from pathlib import Path
 
+import pytest
+
 if str(Path(__file__).resolve().parents[1]) not in sys.path:  # the benchmark package
     sys.path.append(str(Path(__file__).resolve().parents[1]))
 
@@ -54,7 +56,9 @@ class FakeEngine:
         pass
 
 
-def test_e2e_job_keeps_real_acceptance_and_records_counts_and_profiles(tmp_path, monkeypatch):
+@pytest.fixture
+def models(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A models folder with a Llama target config; ``sglang`` is the stand-in for the test."""
     fake = types.ModuleType("sglang")
     fake.Engine = FakeEngine
     monkeypatch.setitem(sys.modules, "sglang", fake)
@@ -62,7 +66,11 @@ def test_e2e_job_keeps_real_acceptance_and_records_counts_and_profiles(tmp_path,
     monkeypatch.delenv("SGLANG_SIMULATE_ACC_LEN")
     (tmp_path / "m" / "target").mkdir(parents=True)
     (tmp_path / "m" / "target" / "config.json").write_text(json.dumps(LLAMA))
-    spec = {"models": str(tmp_path / "m"), "backend": "triton", "server_args": {"tp_size": 2},
+    return tmp_path / "m"
+
+
+def test_e2e_job_keeps_real_acceptance_and_records_counts_and_profiles(tmp_path, models):
+    spec = {"models": str(models), "backend": "triton", "server_args": {"tp_size": 2},
             "e2e": {"bs": [1, 2], "prompt_len": 4, "output_len": 8, "acc_len": 0, "steps": 3, "topk": 1,
                     "draft_tokens": 4, "profile_steps": 5}}
     out = tmp_path / "job.jsonl"
@@ -84,15 +92,8 @@ def test_e2e_job_keeps_real_acceptance_and_records_counts_and_profiles(tmp_path,
     assert FakeEngine.started[-1]["speculative_num_draft_tokens"] == 4
 
 
-def test_a_positive_acc_len_is_simulated(tmp_path, monkeypatch):
-    fake = types.ModuleType("sglang")
-    fake.Engine = FakeEngine
-    monkeypatch.setitem(sys.modules, "sglang", fake)
-    monkeypatch.setenv("SGLANG_SIMULATE_ACC_LEN", "-1")  # recorded, so the job's own setting is undone after
-    monkeypatch.delenv("SGLANG_SIMULATE_ACC_LEN")
-    (tmp_path / "m" / "target").mkdir(parents=True)
-    (tmp_path / "m" / "target" / "config.json").write_text(json.dumps(LLAMA))
-    spec = {"models": str(tmp_path / "m"), "backend": "default", "server_args": {},
+def test_a_positive_acc_len_is_simulated(tmp_path, models):
+    spec = {"models": str(models), "backend": "default", "server_args": {},
             "e2e": {"bs": [1], "prompt_len": 4, "output_len": 4, "acc_len": 3.0, "steps": 3, "topk": 1,
                     "draft_tokens": 4, "profile_steps": 0}}
     out = tmp_path / "job.jsonl"

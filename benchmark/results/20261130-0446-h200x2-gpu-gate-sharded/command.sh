@@ -1,7 +1,7 @@
 # Call 1 (nvidia-h200-x2): the correctness gate (8 shards at once, incl. kimi TP2), then the
 # item-6 gap e2e at tp2-pcie on dense-8 (fork, telemetry + profile).
 set -uo pipefail
-source "$(dirname "$0")/common.sh"  # run from the repository root: bash benchmark/results/<this folder>/command.sh
+source test/gpu/device_env.sh  # run from the repository root: bash benchmark/results/<this folder>/command.sh
 [ -f $M/dense8/target/config.json ] || (python3 -m sglang_fastpath models dense --layers 8 --device cuda:1 --out $M/dense8 > /tmp/dense8.log 2>&1; tail -3 /tmp/dense8.log) &
 DPID=$!
 GATE_SKIP_PREFLIGHT=1 GATE_BUDGET_S=330 OUT=/tmp/gate bash test/gpu/gate.sh 2>&1 | tee $OUT/gate.txt

@@ -1,7 +1,7 @@
 # Call 2 (nvidia-h200-x2): all-reduce cost by method/size (NVLink and PCIe-like), then the item-6 gap:
 # EAGLE-3 vs no speculation e2e on dense-8 (oracle draft, real acceptance), stock and fork, tp2-pcie and tp2.
 set -uo pipefail
-source "$(dirname "$0")/common.sh"  # run from the repository root: bash benchmark/results/<this folder>/command.sh
+source test/gpu/device_env.sh  # run from the repository root: bash benchmark/results/<this folder>/command.sh
 [ -f $M/dense8/target/config.json ] || python3 -m sglang_fastpath models dense --layers 8 --device cuda --out $M/dense8 > /tmp/dense8.log 2>&1 &
 DPID=$!
 mkdir -p /tmp/ar

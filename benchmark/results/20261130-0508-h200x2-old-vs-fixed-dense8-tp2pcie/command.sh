@@ -2,7 +2,7 @@
 # graphed; old = fork + SGLANG_TEST_FORCE_PCG_FLAG_IN_VERIFY=1, prefill graph on), stock beside them;
 # (2) stock vs fork micro at tp1 (2 rounds) on GPU 0 while e2e tp1 (SGLANG_SIMULATE_ACC_LEN=3) runs on GPU 1.
 set -uo pipefail
-source "$(dirname "$0")/common.sh"  # run from the repository root: bash benchmark/results/<this folder>/command.sh
+source test/gpu/device_env.sh  # run from the repository root: bash benchmark/results/<this folder>/command.sh
 [ -f $M/dense8/target/config.json ] || python3 -m sglang_fastpath models dense --layers 8 --device cuda --out $M/dense8 > /tmp/dense8.log 2>&1
 CAL=benchmark/results/20261130-0458-h200x2-gap-dense8-stock-fork/results.json
 say "old vs fixed"

@@ -1,4 +1,8 @@
-# Sourced by each device call: install (skipped when warm), offline env, a clock.
+# Sourced by a device call's script, from the repository root, on the GPU host: installs the
+# carried bundle (skipped when already installed), exports the offline/NVLS environment with the
+# fork's site first on PYTHONPATH, and defines T0, left SECONDS (time left of a SECONDS budget),
+# say MESSAGE, and M (where the models are made).
+OUT=${OUT:-$PWD/.devrun/out}; mkdir -p "$OUT"  # the device tool sets OUT; elsewhere .devrun/out
 T0=$(date +%s)
 left() { echo $(( $1 - $(date +%s) + T0 )); }
 say() { echo "[call t=$(( $(date +%s) - T0 ))s] $*"; }
@@ -9,4 +13,4 @@ export PYTHONPATH=/tmp/site-fork:$PWD/python PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
   SGLANG_IS_FLASHINFER_AVAILABLE=false SGLANG_CUDA_COREDUMP_BEFORE_CRASH_WAIT_SECS=0 \
   SGLANG_FASTPATH_MODELS=/tmp/fastpath-models
 M=/tmp/fastpath-models
-mkdir -p $M
+mkdir -p "$M"
