@@ -69,7 +69,7 @@ def test_disabled_scopes_are_free_and_record_nothing(trees, ForwardMode) -> None
         ("MIXED", False, "extend"),
         ("IDLE", False, "idle"),
         ("DECODE", True, "draft"),
-        ("DRAFT_EXTEND_V2", True, "draft"),
+        ("DRAFT_EXTEND_V2", True, "draft_extend"),
     ],
 )
 def test_forward_scope_labels_by_mode(stats, ForwardMode, mode: str, is_draft: bool, label: str) -> None:
@@ -110,6 +110,36 @@ def test_graph_replays_count_the_all_reduces_captured_in_that_graph(stats, Forwa
         ("decode", "replay", "in_place", "pynccl", "smaller"): 1,
     }
     assert stats.snapshot()["graph_replays"] == {"target_verify": 2, "decode": 2}
+
+
+def test_a_runner_replayed_outside_a_forward_names_its_mode(stats, ForwardMode, monkeypatch) -> None:
+    """The EAGLE draft runners replay outside ModelRunner.forward: their replays carry their own mode."""
+    with stats.capture_scope(ForwardMode.DRAFT_EXTEND_V2, True):
+        monkeypatch.setattr(stats, "_is_capturing", lambda: True)
+        with stats.graph_scope(("draft_extend_runner", 1)):
+            stats.record("in_place", "pynccl", KIB40)
+            stats.record("in_place", "pynccl", KIB40)
+        monkeypatch.setattr(stats, "_is_capturing", lambda: False)
+    label = stats.mode_label(ForwardMode.DRAFT_EXTEND_V2, True)
+    for _ in range(3):
+        stats.on_replay(("draft_extend_runner", 1), label)
+    assert counts(stats) == {("draft_extend", "replay", "in_place", "pynccl", "65536"): 6}
+    assert stats.snapshot()["graph_replays"] == {"draft_extend": 3}
+
+
+@pytest.mark.parametrize("module", ["eagle_draft_cuda_graph_runner", "eagle_draft_extend_cuda_graph_runner"])
+def test_draft_runners_record_their_graphs_and_count_replays(trees, module: str) -> None:
+    """Each draft runner captures inside graph_scope and counts every replay under its own mode label."""
+    import ast
+
+    tree = ast.parse(source(trees.patched, f"sglang.srt.speculative.{module}").read_text())
+    funcs = {f.name: f for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)}
+    replay = ast.unparse(funcs["_replay_graph"])
+    assert "all_reduce_stats.on_replay((id(self), shape_key), all_reduce_stats.mode_label(" \
+        "self.capture_forward_mode, True))" in replay, replay
+    scoped = [w for w in ast.walk(funcs["capture_one_shape"]) if isinstance(w, ast.With)
+              and "all_reduce_stats.graph_scope((id(self), shape_key))" in ast.unparse(w.items[0])]
+    assert scoped and "self.backend.capture_one(" in ast.unparse(scoped[0]), "capture_one outside graph_scope"
 
 
 def test_unattributed_capture_is_counted_once(stats, ForwardMode, monkeypatch) -> None:
