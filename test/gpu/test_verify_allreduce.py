@@ -13,7 +13,8 @@ any eager forward that starts with a CUDA graph flag set fails the engine.
 * SGLANG_TEST_FORCE_PCG_FLAG_IN_VERIFY=1 re-creates the 0.5.9 condition (verify
   under the piecewise flag and forward context): the counts must show
   out-of-place pynccl, so the in-place assertions above can fail.
-* Graphed verify: the all-reduces are counted per replay, in place.
+* Graphed verify: the all-reduces are counted per replay, in place; the
+  draft and draft-extend graph replays are counted under their own modes.
 """
 
 from __future__ import annotations
@@ -87,4 +88,6 @@ def test_graphed_verify_counted_per_replay(oracle_models: Path, engine_dir: Path
     assert replays.get("target_verify", 0) > 0, replays
     per_replay = sum(replayed.values()) / replays["target_verify"]
     assert per_replay == int(per_replay) and per_replay > 0, (replayed, replays)
+    for mode in ("draft", "draft_extend"):  # the EAGLE draft runners' replays are counted too
+        assert of_mode(counts, mode, "replay") and replays.get(mode, 0) > 0, (mode, counts, replays)
     assert output_ids(record) == reference
