@@ -29,13 +29,15 @@ import os
 import statistics
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
+if __package__ in (None, ""):  # run as a script: import the package from the repository root
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
+
+from benchmark.argtypes import int_list  # noqa: E402
+
 METHODS = ("torch", "pynccl", "pynccl_outplace", "pynccl_graph")
-
-
-def _ints(text: str) -> list[int]:
-    return [int(v) for v in text.split(",") if v.strip()]
 
 
 def _time_eager(fn: Any, sync: Any, iters: int, repeats: int) -> float:
@@ -139,8 +141,8 @@ def table(result: dict[str, Any]) -> str:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="benchmark/collective_cost.py", description=__doc__.split("\n\n")[0])
     p.add_argument("--world", type=int, default=2)
-    p.add_argument("--hidden", type=_ints, default=[4096, 7168])
-    p.add_argument("--tokens", type=_ints, default=[1, 4, 8, 32, 128, 256])
+    p.add_argument("--hidden", type=int_list, default=[4096, 7168])
+    p.add_argument("--tokens", type=int_list, default=[1, 4, 8, 32, 128, 256])
     p.add_argument("--methods", type=lambda s: [m for m in s.split(",") if m], default=list(METHODS))
     p.add_argument("--iters", type=int, default=50)
     p.add_argument("--repeats", type=int, default=5)

@@ -33,6 +33,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: import the package from the repository root
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
+from benchmark.argtypes import int_list  # noqa: E402
 from benchmark.errors import BenchError  # noqa: E402
 from benchmark.floor import ModelShape, floor_ms  # noqa: E402
 
@@ -92,18 +93,14 @@ def table(rows: list[dict[str, Any]], alpha_us: float, bytes_per_us: float) -> s
     return "\n".join(lines)
 
 
-def _ints(text: str) -> list[int]:
-    return [int(v) for v in text.split(",") if v.strip()]
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="benchmark/project_tp.py", description=__doc__.splitlines()[0])
     p.add_argument("--ar", type=Path, required=True, help="collective_cost.py JSON measured at TP=2")
     p.add_argument("--method", default="pynccl_graph", help="which method's points to fit (pynccl_graph)")
     p.add_argument("--config", type=Path, required=True, help="the target's config.json")
     p.add_argument("--layers", type=int, help="override the config's layer count (e.g. 61 for the full model)")
-    p.add_argument("--tp", type=_ints, default=[2, 4, 8])
-    p.add_argument("--bs", type=_ints, default=[1, 8, 32, 64])
+    p.add_argument("--tp", type=int_list, default=[2, 4, 8])
+    p.add_argument("--bs", type=int_list, default=[1, 8, 32, 64])
     p.add_argument("--k", type=int, default=4, help="draft tokens per request in the verify step")
     p.add_argument("--ctx", type=int, default=1024)
     p.add_argument("--bandwidth", type=float, default=RTX_PRO_6000_BW, help="GPU memory bytes/s for the floor")

@@ -30,6 +30,7 @@ if __package__ in (None, ""):  # run as a script: import the package from the re
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 from benchmark import artifacts, compare, selftest, summary  # noqa: E402
+from benchmark.argtypes import int_list  # noqa: E402
 from benchmark.collect import build_results  # noqa: E402
 from benchmark.envinfo import gpu_inventory  # noqa: E402
 from benchmark.errors import BenchError  # noqa: E402
@@ -41,16 +42,6 @@ from benchmark.schema import ResultSet  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 BUDGET_S = 560.0  # one 10-minute device call, less start-up and the plots
-
-
-def _ints(text: str) -> tuple[int, ...]:
-    try:
-        values = tuple(int(v) for v in text.split(",") if v.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: write integers separated by commas, e.g. 1,8,64") from None
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: give at least one integer >= 1")
-    return values
 
 
 def _names(text: str) -> list[str]:
@@ -80,9 +71,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--configs", type=_names, help="only these parallel configs: tp1,tp2,tp2-pcie")
     p.add_argument("--backends", type=_names, help="only these attention backends: default,triton,flashinfer")
     p.add_argument("--kinds", type=_names, help="only these kinds: micro,e2e")
-    p.add_argument("--bs", type=_ints, help="batch sizes, e.g. 1,2,4,8,16,32,64")
-    p.add_argument("--ks", type=_ints, help="draft tokens per request, e.g. 2,3,4,6,8")
-    p.add_argument("--topks", type=_ints, help="EAGLE topk values, e.g. 1,4")
+    p.add_argument("--bs", type=int_list, help="batch sizes, e.g. 1,2,4,8,16,32,64")
+    p.add_argument("--ks", type=int_list, help="draft tokens per request, e.g. 2,3,4,6,8")
+    p.add_argument("--topks", type=int_list, help="EAGLE topk values, e.g. 1,4")
     p.add_argument("--ctx", type=int, help="context tokens per request before a step (1024)")
     p.add_argument("--iters", type=int, help="timed runs per point and round (median reported)")
     p.add_argument("--repeats", type=int, metavar="N",
