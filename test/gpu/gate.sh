@@ -5,19 +5,16 @@
 # once as its own pytest process: the cases check outputs and counts, not speed, so they
 # may share the GPUs (engines.py caps each engine's memory). Engine records, pytest output
 # and a summary (test/gpu/summarize_engines.py) land in $OUT; GATE_BUDGET_S (default 420)
-# bounds the shards. GATE_SHARDS (space-separated names) runs a subset.
+# bounds the shards. GATE_SHARDS (space-separated names) runs a subset. Install, preflight and the
+# environment come from test/gpu/device_env.sh (its preflight is skipped when the caller already ran
+# it: FASTPATH_PREFLIGHT_DONE=1, or GATE_SKIP_PREFLIGHT=1).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 3
-OUT=${OUT:-$PWD/.devrun/out}; mkdir -p "$OUT"
-BUDGET=${GATE_BUDGET_S:-420} T0=$(date +%s)
-[ -n "${GATE_SKIP_PREFLIGHT:-}" ] || bash test/gpu/run_on_device.sh --preflight > "$OUT/preflight.log" 2>&1 \
-  || { tail -20 "$OUT/preflight.log"; exit 3; }
-export PYTHONPATH=${FASTPATH_SITE_FORK:-/tmp/site-fork}:$PWD/python PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 \
-  TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 \
-  NVSHMEM_DISABLE_NVLS=1 SGLANG_IS_FLASHINFER_AVAILABLE=false SGLANG_CUDA_COREDUMP_BEFORE_CRASH_WAIT_SECS=0 \
-  SGLANG_FASTPATH_MODELS=${SGLANG_FASTPATH_MODELS:-/tmp/fastpath-models}
+[ -z "${GATE_SKIP_PREFLIGHT:-}" ] || export FASTPATH_PREFLIGHT_DONE=1
+# shellcheck source=test/gpu/device_env.sh
+source test/gpu/device_env.sh
+BUDGET=${GATE_BUDGET_S:-420}
 gpus=$(nvidia-smi -L | wc -l)
-M=$SGLANG_FASTPATH_MODELS
 make_models() {
   [ -f "$M/tiny/target/config.json" ] || python3 -m sglang_fastpath models tiny --out "$M/tiny" || return 1
   [ -f "$M/oracle/target/config.json" ] || python3 -m sglang_fastpath models oracle --out "$M/oracle" || return 1
