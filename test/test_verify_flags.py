@@ -21,6 +21,7 @@ BCG = "sglang.srt.model_executor.runner_backend_utils.breakable_cuda_graph.conte
 PARALLEL_STATE = "sglang.srt.distributed.parallel_state"
 EAGER_RUNNER = "sglang.srt.model_executor.runner.eager_runner"
 FORWARD_BATCH_INFO = "sglang.srt.model_executor.forward_batch_info"
+LAYER_SETUP = "sglang.srt.model_executor.model_runner_components.layer_setup"
 
 # On pristine a test must fail on its assertions (or a pytest.raises that did
 # not raise), not on an error of the test itself.
@@ -236,3 +237,38 @@ def test_eager_forward_inside_graph_scope_is_in_place(patched: Tree) -> None:
         with guard.eager_forward_guard(patched.ForwardMode.TARGET_VERIFY):
             assert resolve(coordinator(patched)) is None
         assert resolve(coordinator(patched)) == "pynccl"
+
+
+# -- the test switch on a model without a prefill graph (patch 0003) --------
+
+
+def test_forced_switch_collects_layers_of_a_model_without_prefill_graph(patched: Tree) -> None:
+    """MLA models run with the prefill graph off, so nothing collected the layer
+    lists the forced verify's forward context needs; the switch collects them."""
+    layer_setup = load_defs(  # its own module imports msgspec, which the CPU suite does not need
+        source(patched.path, LAYER_SETUP), ["AttentionAndMoeLayers", "compute_attention_and_moe_layers"]
+    )
+    collect = load_defs(source(patched.path, EAGER_RUNNER), ["collect_pcg_layers"], extra=layer_setup)[
+        "collect_pcg_layers"
+    ]
+
+    def deepseek_layer(moe: bool) -> torch.nn.Module:
+        layer = torch.nn.Module()
+        layer.self_attn = torch.nn.Module()
+        layer.self_attn.attn_mqa, layer.self_attn.attn_mha = torch.nn.Identity(), torch.nn.Identity()
+        layer.mlp = torch.nn.Module()
+        if moe:
+            layer.mlp.experts = torch.nn.Identity()
+        return layer
+
+    causal_lm = torch.nn.Module()
+    causal_lm.model = torch.nn.Module()
+    causal_lm.model.layers = torch.nn.ModuleList([deepseek_layer(False), deepseek_layer(True)])
+    runner = SimpleNamespace(model=causal_lm)
+    collect(runner)
+    layers = causal_lm.model.layers
+    assert runner.attention_layers == [layers[0].self_attn.attn_mqa, layers[1].self_attn.attn_mqa]
+    assert runner.mha_companion_layers == [layers[0].self_attn.attn_mha, layers[1].self_attn.attn_mha]
+    assert runner.moe_layers == [None, layers[1].mlp.experts]
+    assert runner.moe_fusions == [None, layers[1].mlp]
+    assert runner.dsa_indexers == [None, None]
