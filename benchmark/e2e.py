@@ -6,7 +6,9 @@ batch reuses another's prefix. The spec-on engine runs EAGLE3 with the job's dra
 under SGLANG_SIMULATE_ACC_LEN (acceptance forced to that length). For each batch size
 every request gets ``prompt_len`` random tokens and generates exactly ``output_len``
 (ignore_eos); tokens/s = generated tokens / wall time of the generate call, prefill
-included, after one warm-up call at the largest batch. ``acc_len`` 0 keeps the draft's
+included, after one warm-up call at the largest batch; with ``runs`` > 1 the call is
+timed that many times in the same engine and the median is reported (every run's
+seconds kept in the record). ``acc_len`` 0 keeps the draft's
 real acceptance (an oracle pair accepts everything). With the fork's all-reduce
 telemetry on, each run's all-reduce counts per generated token are recorded; with
 ``profile_steps``, a torch-profiler trace per batch size is taken after the timed runs
@@ -16,6 +18,7 @@ and summarized (``engine_probes``).
 from __future__ import annotations
 
 import os
+import statistics
 import time
 from pathlib import Path
 from typing import Any
@@ -89,16 +92,19 @@ def run_engine(spec: dict[str, Any], sink: Sink, speculative: bool) -> None:
         for bs in e["bs"]:
             try:
                 before = engine_probes.all_reduce_counts(engine)
-                seconds, outputs = _generate(engine, prompts[:bs], e["output_len"])
+                runs = [_generate(engine, prompts[:bs], e["output_len"]) for _ in range(e.get("runs", 1))]
+                outputs = runs[-1][1]
                 tokens = sum(int(o["meta_info"]["completion_tokens"]) for o in outputs)
+                seconds = statistics.median(s for s, _ in runs)
                 extra = {"seconds": round(seconds, 4), "tokens": tokens, "startup_s": round(startup_s, 1),
-                         "prompt_len": e["prompt_len"], "output_len": e["output_len"]}
+                         "prompt_len": e["prompt_len"], "output_len": e["output_len"],
+                         "runs_seconds": [round(s, 4) for s, _ in runs]}
                 sink.record(mode=mode, bs=bs, k=k, topk=topk, metric="tokens_per_s", value=tokens / seconds,
-                            n=1, extra=extra)
+                            n=len(runs), extra=extra)
                 delta = engine_probes.count_delta(before, engine_probes.all_reduce_counts(engine))
                 if delta is not None:
-                    sink.info("all_reduce_counts", {"mode": mode, "bs": bs, "tokens": tokens,
-                                                    "rows": engine_probes.delta_rows(delta, tokens)})
+                    sink.info("all_reduce_counts", {"mode": mode, "bs": bs, "tokens": tokens * len(runs),
+                                                    "rows": engine_probes.delta_rows(delta, tokens * len(runs))})
                 accepts = [o["meta_info"].get("spec_accept_length") for o in outputs]
                 accepts = [float(a) for a in accepts if a is not None]
                 if speculative and accepts:

@@ -111,6 +111,7 @@ class E2EPoints:
     topk: int = 1
     draft_tokens: int = 4
     profile_steps: int = 0  # > 0: after the timed runs, a torch-profiler trace of this many steps per bs
+    runs: int = 1  # timed generate calls per batch size and engine; the median is reported
 
 
 @dataclass(frozen=True)
@@ -189,7 +190,7 @@ class Job:
         else:
             e = self.e2e or E2EPoints()
             start = ENGINE_START_S.get(tp, ENGINE_START_S[2])
-            s = IMPORT_S + 2 * start + ENGINE_SPEC_EXTRA_S + 2 * len(e.bs) * (E2E_BATCH_S + e.output_len / 256)
+            s = IMPORT_S + 2 * start + ENGINE_SPEC_EXTRA_S + 2 * len(e.bs) * e.runs * (E2E_BATCH_S + e.output_len / 256)
             if e.profile_steps:  # one more generate per batch size, and the ranks writing their traces
                 s += 2 * len(e.bs) * (E2E_BATCH_S + e.output_len / 256 + PROFILE_WRITE_S)
         return s * self.calibration
@@ -283,7 +284,8 @@ def _job_line(job: Job) -> str:
         e = job.e2e or E2EPoints()
         acc = f"acc len {e.acc_len}" if e.acc_len > 0 else "real acceptance"
         what = (f"spec off/on ({acc}, k {e.draft_tokens}, topk {e.topk}) x bs {list(e.bs)}, "
-                f"{e.output_len} new tokens{f', round 1 of {job.rounds}' if job.rounds > 1 else ''}")
+                f"{e.output_len} new tokens{f', median of {e.runs} runs' if e.runs > 1 else ''}"
+                f"{f', round 1 of {job.rounds}' if job.rounds > 1 else ''}")
     return f"{job.name:<42} ~{job.estimate_s():5.0f} s  {what}"
 
 
@@ -308,6 +310,8 @@ def build_plan(profile: str, variants: list[Variant], models: str, *, gpus: int,
               "e2e": PROFILE_REPEATS[profile][1] if e2e_repeats is None else e2e_repeats}
     if min(rounds.values()) < 1:
         raise BenchError(f"--repeats/--e2e-repeats {min(rounds.values())}: give at least 1 round")
+    if e2e is not None and e2e.runs < 1:
+        raise BenchError(f"--e2e-runs {e2e.runs}: give at least 1 timed run")
     groups = [g for g in PROFILES[profile] if (not kinds or g[0] in kinds)
               and (not configs or g[1] in configs) and (not backends or g[2] in backends)]
     if not groups:

@@ -79,6 +79,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--repeats", type=int, metavar="N",
                    help="rounds per variant of each micro job, alternating A B A B (sweep 3, quick 2, selftest 1)")
     p.add_argument("--e2e-repeats", type=int, metavar="N", help="rounds per variant of each e2e job (1)")
+    p.add_argument("--e2e-runs", type=int, metavar="N",
+                   help="e2e: timed generate calls per batch size in each engine, median reported (1)")
     p.add_argument("--prompt-len", type=int, help="e2e: prompt tokens per request (128)")
     p.add_argument("--output-len", type=int, help="e2e: generated tokens per request (256)")
     p.add_argument("--acc-len", type=float,
@@ -123,7 +125,7 @@ def make_plan(args: argparse.Namespace, gpus: int) -> Plan:
                         eager=args.eager, graph_max_bs=args.cuda_graph_max_bs)
     model_args, speculative = manifest(args.models)
     e2e = with_points(e2e, bs=args.bs, prompt_len=args.prompt_len, output_len=args.output_len,
-                      acc_len=args.acc_len, profile_steps=args.profile_steps,
+                      acc_len=args.acc_len, profile_steps=args.profile_steps, runs=args.e2e_runs,
                       steps=speculative.get("speculative_num_steps"),
                       topk=speculative.get("speculative_eagle_topk"),
                       draft_tokens=speculative.get("speculative_num_draft_tokens"))

@@ -100,3 +100,19 @@ def test_a_positive_acc_len_is_simulated(tmp_path, models):
     assert e2e.run_job(spec, Sink(str(out)), str(out)) == 0
     assert __import__("os").environ["SGLANG_SIMULATE_ACC_LEN"] == "3.0"
     assert not (tmp_path / "job-traces").exists()
+
+
+def test_runs_time_the_call_several_times_and_report_the_median(tmp_path, models):
+    spec = {"models": str(models), "backend": "triton", "server_args": {},
+            "e2e": {"bs": [2], "prompt_len": 4, "output_len": 8, "acc_len": 0, "steps": 3, "topk": 1,
+                    "draft_tokens": 4, "profile_steps": 0, "runs": 3}}
+    out = tmp_path / "job.jsonl"
+    assert e2e.run_job(spec, Sink(str(out)), str(out)) == 0
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    tps = [x for x in lines if x["type"] == "record" and x["metric"] == "tokens_per_s"]
+    assert [x["n"] for x in tps] == [3, 3]
+    for record in tps:
+        runs = record["extra"]["runs_seconds"]
+        assert len(runs) == 3 and record["extra"]["seconds"] == round(sorted(runs)[1], 4)
+    counts = {x["data"]["mode"]: x["data"]["rows"][0] for x in lines if x.get("what") == "all_reduce_counts"}
+    assert counts["e2e_nospec"]["per_token"] == 17 and counts["e2e_nospec"]["count"] == 3 * 2 * 8 * 17

@@ -14,7 +14,7 @@ if str(Path(__file__).resolve().parents[1]) not in sys.path:  # the benchmark pa
 
 from benchmark import run, selftest  # noqa: E402
 from benchmark.errors import BenchError  # noqa: E402
-from benchmark.plan import MicroPoints, Variant, build_plan, point_blocks  # noqa: E402
+from benchmark.plan import E2EPoints, MicroPoints, Variant, build_plan, point_blocks  # noqa: E402
 from benchmark.schema import Record, ResultSet  # noqa: E402
 from benchmark.tree import draft_tree  # noqa: E402
 
@@ -50,6 +50,16 @@ def test_rounds_alternate_variants_and_name_each_process():
     assert {(j.kind, j.rounds) for j in quick.jobs} == {("micro", 2), ("e2e", 1)}
     with pytest.raises(BenchError, match="at least 1 round"):
         build_plan("sweep", VARIANTS, "/m", gpus=1, repeats=0)
+
+
+def test_e2e_runs_scale_the_estimate_and_must_be_positive():
+    one = build_plan("all", VARIANTS, "/m", gpus=1, kinds=["e2e"], configs=["tp1"], backends=["triton"])
+    five = build_plan("all", VARIANTS, "/m", gpus=1, kinds=["e2e"], configs=["tp1"], backends=["triton"],
+                      e2e=E2EPoints(runs=5))
+    assert five.jobs[0].estimate_s() > one.jobs[0].estimate_s()
+    assert five.jobs[0].spec()["e2e"]["runs"] == 5
+    with pytest.raises(BenchError, match="--e2e-runs 0"):
+        build_plan("all", VARIANTS, "/m", gpus=1, kinds=["e2e"], e2e=E2EPoints(runs=0))
 
 
 def test_warmup_block_comes_first_and_is_estimated():
