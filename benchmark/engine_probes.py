@@ -4,7 +4,8 @@
   TP rank 0's counts come back through ``Engine.get_server_info()``. They accumulate over
   the engine's life, so a run's own counts are the difference of the snapshots taken
   before and after it (``count_delta``), reported per generated token. Stock SGLang has
-  no telemetry: the probe then returns None and nothing is recorded.
+  no telemetry: the probe then returns None and nothing is recorded. A micro rank builds
+  its ModelRunner in-process and reads its own counts (``local_all_reduce_counts``).
 * Profile: ``Engine.start_profile`` for a fixed number of scheduler steps, then one more
   generate call of the same batch; SGLang writes a torch-profiler trace per TP rank into
   the folder, which ``trace_summary`` condenses (GPU time per kernel category, busy vs
@@ -26,7 +27,23 @@ def all_reduce_counts(engine: Any) -> dict[Key, int] | None:
         states = engine.get_server_info().get("internal_states") or []
     except Exception:  # noqa: BLE001 - a probe must never fail the measurement
         return None
-    stats = states[0].get("all_reduce_stats") if states else None
+    return counts_from_snapshot(states[0].get("all_reduce_stats") if states else None)
+
+
+def local_all_reduce_counts() -> dict[Key, int] | None:
+    """This process's all-reduce counts (a micro rank runs its ModelRunner in-process), or None
+    when the SGLang it imports has no telemetry or has it off."""
+    try:
+        from sglang.srt.distributed import all_reduce_stats
+    except ImportError:
+        return None
+    if not getattr(all_reduce_stats, "ENABLED", False):
+        return None
+    return counts_from_snapshot(all_reduce_stats.snapshot())
+
+
+def counts_from_snapshot(stats: dict[str, Any] | None) -> dict[Key, int] | None:
+    """The telemetry snapshot's rows summed by key, or None for no snapshot."""
     if not stats:
         return None
     counts: dict[Key, int] = {}
@@ -43,10 +60,10 @@ def count_delta(before: dict[Key, int] | None, after: dict[Key, int] | None) -> 
     return {k: n for k, n in delta.items() if n}
 
 
-def delta_rows(delta: dict[Key, int], tokens: int) -> list[dict[str, Any]]:
-    """One row per path, with the count per generated token, largest first."""
+def delta_rows(delta: dict[Key, int], tokens: int, per: str = "per_token") -> list[dict[str, Any]]:
+    """One row per path, with the count per generated token (or per ``per`` unit), largest first."""
     rows = [{"mode": k[0], "source": k[1], "placement": k[2], "method": k[3], "bytes_le": k[4], "count": n,
-             "per_token": round(n / tokens, 3) if tokens else None} for k, n in delta.items()]
+             per: round(n / tokens, 3) if tokens else None} for k, n in delta.items()]
     return sorted(rows, key=lambda r: -r["count"])
 
 

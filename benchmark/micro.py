@@ -8,7 +8,9 @@ then times the decode runner and each verify runner (see runner_states and
 step_inputs), recording whether the step replayed a CUDA graph
 (``ModelRunnerOutput.can_run_graph``). Before the first timed point it runs a warm-up
 block (the first batch size, every runner) whose records are marked ``warmup`` and
-dropped by the collector. Rank 0 writes the records.
+dropped by the collector. Rank 0 writes the records. With the fork's all-reduce telemetry
+on (``SGLANG_ALL_REDUCE_STATS=1``), each point's all-reduces per step (mode, source,
+placement, method, size) go into an ``all_reduce_counts`` line beside its timing.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 
 from sglang.benchmark import one_batch as ob
 
+from benchmark import engine_probes
 from benchmark.plan import point_blocks
 from benchmark.runner_states import RunnerState, build_states, steps_for
 from benchmark.sink import Sink
@@ -73,6 +76,15 @@ def _emit(sink: Sink, timing: Any, *, mode: str, bs: int, k: int, topk: int, ctx
                     ctx=ctx, extra=extra, **marks, **timing.stats(samples))
 
 
+def _emit_counts(sink: Sink, before: dict | None, *, mode: str, bs: int, k: int, topk: int, steps: int,
+                 warmup: bool) -> None:
+    """This rank's all-reduces over one point's steps (the fork's telemetry, when on), per step."""
+    delta = engine_probes.count_delta(before, engine_probes.local_all_reduce_counts())
+    if delta is not None:
+        sink.info("all_reduce_counts", {"mode": mode, "bs": bs, "k": k, "topk": topk, "steps": steps,
+                                        "warmup": warmup, "rows": engine_probes.delta_rows(delta, steps, "per_step")})
+
+
 def _measure(mr: Any, sink: Sink, state: RunnerState, step: Any, *, mode: str, bs: int, ctx: int,
              m: dict[str, Any], warmup: bool) -> None:
     state.activate(mr)
@@ -81,8 +93,11 @@ def _measure(mr: Any, sink: Sink, state: RunnerState, step: Any, *, mode: str, b
     for name, runner in variants:
         mr.decode_cuda_graph_runner = runner
         try:
+            before = engine_probes.local_all_reduce_counts()
             timing = time_step(step.run, reset=step.reset, warmup=m["warmup"], iters=m["iters"])
             _emit(sink, timing, mode=name, bs=bs, k=k, topk=topk, ctx=ctx, state=state, warmup=warmup)
+            _emit_counts(sink, before, mode=name, bs=bs, k=k, topk=topk, steps=m["warmup"] + m["iters"],
+                         warmup=warmup)
         except Exception as exc:  # noqa: BLE001 - one point failing must not stop the sweep
             sink.error(f"{'warm-up ' if warmup else ''}{name} bs={bs} k={k} topk={topk}", exc)
     mr.decode_cuda_graph_runner = state.graph_runner

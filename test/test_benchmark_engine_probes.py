@@ -75,3 +75,32 @@ def test_profile_run_without_a_trace_says_so(tmp_path):
 
     out = engine_probes.profile_run(ProfilingEngine(), lambda: None, tmp_path / "t", steps=3, wait_s=1.5)
     assert "no trace written" in out["error"]
+
+
+def _fake_telemetry(monkeypatch, enabled: bool, rows: list[dict]) -> None:
+    """A stand-in for the fork's sglang.srt.distributed.all_reduce_stats in this process."""
+    import types
+
+    names = ["sglang", "sglang.srt", "sglang.srt.distributed"]
+    for name in names:
+        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
+    stats = types.ModuleType("sglang.srt.distributed.all_reduce_stats")
+    stats.ENABLED = enabled
+    stats.snapshot = lambda: {"counts": rows, "graph_replays": {}}
+    monkeypatch.setitem(sys.modules, stats.__name__, stats)
+    sys.modules["sglang.srt.distributed"].all_reduce_stats = stats
+
+
+def test_local_counts_read_this_process_telemetry(monkeypatch):
+    _fake_telemetry(monkeypatch, True, [row("target_verify", 9, source="eager"), row("target_verify", 9, "eager")])
+    counts = engine_probes.local_all_reduce_counts()
+    assert counts == {("target_verify", "eager", "in_place", "pynccl", "16384"): 18}
+    rows = engine_probes.delta_rows(counts, 2, per="per_step")
+    assert rows[0]["per_step"] == 9 and "per_token" not in rows[0]
+
+
+def test_local_counts_are_none_when_telemetry_is_off_or_absent(monkeypatch):
+    _fake_telemetry(monkeypatch, False, [row("decode", 1)])
+    assert engine_probes.local_all_reduce_counts() is None
+    monkeypatch.setitem(sys.modules, "sglang.srt.distributed.all_reduce_stats", None)  # stock: no such module
+    assert engine_probes.local_all_reduce_counts() is None
