@@ -15,7 +15,7 @@ from sglang_fastpath import __version__
 from sglang_fastpath.errors import FastpathError
 
 # Order = order in --help.
-VERBS = ("source", "export", "check", "wheel", "bundle", "doctor", "demo", "models")
+VERBS = ("source", "export", "check", "wheel", "bundle", "doctor", "demo", "models", "warm-jit")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -26,7 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
     for verb in VERBS:
-        importlib.import_module(f"sglang_fastpath.commands.{verb}").register(sub)
+        importlib.import_module(f"sglang_fastpath.commands.{verb.replace('-', '_')}").register(sub)
     return parser
 
 
