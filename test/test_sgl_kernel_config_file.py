@@ -23,7 +23,7 @@ TP8 = rank_shapes(8)
 SM120 = device("rtx-pro-6000-server")
 H200 = device("h200")
 SMALL = KernelConfig(16, 64, 128, 1, 4, 3)
-BIG = KernelConfig(32, 128, 256, 1, 8, 4)  # ~131 KB: fits the H200, not sm_120
+BIG = KernelConfig(32, 128, 256, 1, 8, 4)  # ~115 KB: fits the H200, not sm_120
 AMD_INT4 = "srt/layers/moe/moe_runner/triton_utils/configs/triton_3_4_0/E=384,N=128,device_name=,dtype=int4_w4a16.json"
 
 
@@ -103,7 +103,7 @@ def test_check_file_flags_sm120_shared_memory_but_not_on_the_h200(tmp_path: Path
     cf.write_configs(h200, table)
     problems = cf.check_file(sm120)
     assert [(p.m, "shared memory" in p.reason) for p in problems] == [(8, True)]
-    assert str(problems[0]).startswith(f"{sm120.name}: key '8': needs ~131072 B")
+    assert str(problems[0]).startswith(f"{sm120.name}: key '8': needs ~114688 B")
     assert cf.check_file(h200) == []
 
 

@@ -87,15 +87,16 @@ def test_k_rule_refuses_a_block_k_that_leaves_a_k_tail():
 
 
 def test_smem_estimate_formula():
-    assert ss.smem_estimate(cfg(bm=16, bn=64, bk=64, stages=3)) == 3 * 16 * 64 * 2 + 64 * 64 * 2
-    assert ss.smem_estimate(cfg(bm=32, bn=128, bk=256, stages=5)) == 5 * 32 * 256 * 2 + 256 * 128 * 2
+    assert ss.smem_estimate(cfg(bm=16, bn=64, bk=64, stages=3)) == 2 * 16 * 64 * 2 + 64 * 64 * 2
+    assert ss.smem_estimate(cfg(bm=32, bn=128, bk=256, stages=5)) == 4 * 32 * 256 * 2 + 256 * 128 * 2
+    assert ss.smem_estimate(cfg(bm=16, bn=16, bk=16, stages=1)) == 16 * 16 * 2 + 16 * 16 * 2
 
 
 def test_smem_rule_separates_sm120_from_h200():
-    big = cfg(bm=32, bn=128, bk=256, stages=4)  # 65536 + 65536 B
+    big = cfg(bm=32, bn=128, bk=256, stages=4)  # 3·16384 + 65536 B
     assert ss.smem_rule(big, H200) is None
     reason = ss.smem_rule(big, SM120)
-    assert reason is not None and "131072" in reason and "101376" in reason
+    assert reason is not None and "114688" in reason and "101376" in reason
 
 
 def test_smem_rule_boundary_is_inclusive():

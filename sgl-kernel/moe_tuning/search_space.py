@@ -78,16 +78,20 @@ class SearchSpace:
 
 
 def smem_estimate(cfg: KernelConfig) -> int:
-    """Shared memory, in bytes, of one program: ``stages·BM·BK·2 + BK·BN·2``.
+    """Shared memory, in bytes, of one program: ``max(stages-1, 1)·BM·BK·2 + BK·BN·2``.
 
-    The A tile is a plain contiguous load that Triton's pipeliner multi-buffers
-    (one buffer per stage); the packed B bytes and the scales are gathers
-    (``offs_k // 2``, ``// group_size``) that stay in registers; the dequantized B
-    operand goes through shared memory once for the dot. This matches the
-    cross-compile of the 0.5.17 kernel for sm_90 and sm_120 at BM <= 32
-    (moe-triton.md §3, Triton 3.6); it has not been re-measured here.
+    Triton's pipeliner keeps ``num_stages - 1`` buffers of the A tile (a contiguous
+    load); the packed B bytes and the scales are gathers (``offs_k // 2``,
+    ``// group_size``) that stay in registers; the dequantized B operand goes
+    through shared memory once for the dot. Measured by cross-compiling the
+    0.5.17 kernel for sm_90 and sm_120 with Triton 3.6.0 and 3.9.0 (and checked
+    against the installed Triton by test_sgl_kernel_xcompile.py): exact when the
+    K loop runs at least ``num_stages - 1`` times, an upper bound otherwise
+    (down at TP=8 with BK=256 has one iteration and gets one A buffer).
+    moe-triton.md §3's ``stages·BM·BK·2 + BK·BN·2`` overstates it by one A tile.
     """
-    return cfg.num_stages * cfg.block_m * cfg.block_k * A_BYTES + cfg.block_k * cfg.block_n * B_BYTES
+    a_buffers = max(cfg.num_stages - 1, 1)
+    return a_buffers * cfg.block_m * cfg.block_k * A_BYTES + cfg.block_k * cfg.block_n * B_BYTES
 
 
 def _pow2(x: int) -> bool:
