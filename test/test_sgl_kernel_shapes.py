@@ -60,7 +60,8 @@ def test_device_names_and_limits():
 def test_tp8_rtx_pro_file_names_are_the_ones_moe_triton_md_names():
     r = shapes.rank_shapes(8)
     dev = shapes.device("rtx-pro-6000-server")
-    assert r.file_name(dev) == "E=384,N=128,device_name=NVIDIA_RTX_PRO_6000_Blackwell_Server_Edition,dtype=int4_w4a16.json"
+    expected = "E=384,N=128,device_name=NVIDIA_RTX_PRO_6000_Blackwell_Server_Edition,dtype=int4_w4a16.json"
+    assert r.file_name(dev) == expected
     assert r.file_name(dev, down=True).endswith(",dtype=int4_w4a16_down.json")
 
 
@@ -124,7 +125,8 @@ def test_parse_file_name_round_trips():
     ("E=384,N=128,device_name=NVIDIA_H200.json", "not an INT4 MoE config file name"),
     ("E=256,N=128,device_name=NVIDIA_H200,dtype=int4_w4a16.json", "E=256, but Kimi-K2.5 has 384"),
     ("E=384,N=96,device_name=NVIDIA_H200,dtype=int4_w4a16.json", "N=96"),
-    ("E=384,N=128,device_name=,dtype=int4_w4a16.json", "E=384,N=128,device_name=,dtype=int4_w4a16.json: no known device"),
+    ("E=384,N=128,device_name=,dtype=int4_w4a16.json",
+     "E=384,N=128,device_name=,dtype=int4_w4a16.json: no known device"),
 ])
 def test_parse_file_name_refuses_foreign_names(name: str, match: str):
     with pytest.raises(FastpathError, match=match.replace("[", r"\[")):

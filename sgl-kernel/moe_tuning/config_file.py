@@ -108,12 +108,15 @@ def check_file(path: Path, space: SearchSpace = SearchSpace()) -> list[Problem]:
 def check_pair(up: Path, down: Path) -> list[Problem]:
     """The up and ``_down`` files cover the same M keys with the same BLOCK_SIZE_M."""
     up_table, down_table = read_configs(up), read_configs(down)
-    problems = [Problem(down.name, None, f"M keys {sorted(set(up_table) ^ set(down_table))} are in only one of "
-                                         f"{up.name} and this file")] if set(up_table) != set(down_table) else []
+    problems: list[Problem] = []
+    only_one = sorted(set(up_table) ^ set(down_table))
+    if only_one:
+        problems.append(Problem(down.name, None, f"M keys {only_one} are in only one of {up.name} and this file"))
     for m in sorted(set(up_table) & set(down_table)):
-        if up_table[m].block_m != down_table[m].block_m:
-            problems.append(Problem(down.name, m, f"BLOCK_SIZE_M={down_table[m].block_m} but the up file has "
-                                                  f"{up_table[m].block_m}; SGLang would override it"))
+        up_bm, down_bm = up_table[m].block_m, down_table[m].block_m
+        if up_bm != down_bm:
+            problems.append(Problem(down.name, m, f"BLOCK_SIZE_M={down_bm} but the up file has {up_bm}; "
+                                                  "SGLang would override it"))
     return problems
 
 
