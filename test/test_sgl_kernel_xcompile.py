@@ -16,7 +16,7 @@ if str(Path(__file__).resolve().parents[1] / "sgl-kernel") not in sys.path:  # t
 
 from moe_tuning import search_space as ss  # noqa: E402
 from moe_tuning.shapes import SM120_SMEM, device, rank_shapes  # noqa: E402
-from moe_tuning.xcompile import compile_stats, strides  # noqa: E402
+from moe_tuning.xcompile import CompileStats, arch_of, compile_stats, compiled_rejections, strides  # noqa: E402
 from sglang_trees import load_defs, source, trees  # noqa: E402, F401 (trees: a module-scoped fixture)
 
 KERNELS = "sglang.kernels.ops.moe.fused_moe_triton_kernels"
@@ -77,3 +77,13 @@ def test_ptxas_report_is_read(kernel):
     # BN·BK = 32768 on 8 warps with a [BK, BN] scale gather: spills with Triton 3.9.0's ptxas.
     big = compile_stats(kernel, TP8.gate_up, ss.KernelConfig(32, 128, 256, 1, 8, 4), arch=120)
     assert big.spill_bytes > 0
+
+
+def test_compiled_rejections_is_the_cpu_prefilter(kernel):
+    assert arch_of(SM120) == 120 and arch_of(device("h200")) == 90
+    good = compile_stats(kernel, TP8.gate_up, ss.KernelConfig(16, 64, 64, 1, 4, 3), arch=arch_of(SM120))
+    assert compiled_rejections(good, SM120) == []
+    wgmma = CompileStats(90, 32768, 122, 0, "wgmma")
+    assert ["wgmma" in r for r in compiled_rejections(wgmma, device("h200"))] == [True]
+    over = CompileStats(120, 114688, 255, 3512, "mma.sync")
+    assert len(compiled_rejections(over, SM120)) == 2

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from moe_tuning.search_space import KernelConfig
-from moe_tuning.shapes import Gemm
+from moe_tuning.shapes import Device, Gemm
 
 POINTERS = {
     "a_ptr": "*fp16", "b_ptr": "*u8", "c_ptr": "*fp16", "b_scale_ptr": "*fp16", "b_zp_ptr": "*u8",
@@ -104,3 +104,20 @@ def compile_stats(kernel: Any, gemm: Gemm, cfg: KernelConfig, arch: int, top_k: 
     mma = "wgmma" if "wgmma" in ptx else ("mma.sync" if "mma.sync" in ptx else "none")
     registers, spill_bytes = _ptxas_usage(ptx, arch)
     return CompileStats(arch, compiled.metadata.shared, registers, spill_bytes, mma)
+
+
+def arch_of(dev: Device) -> int:
+    """``sm_120`` -> 120."""
+    return int(dev.arch.removeprefix("sm_"))
+
+
+def compiled_rejections(stats: CompileStats, dev: Device) -> list[str]:
+    """The pre-filter of moe-triton.md §5 on a compiled config: fits, no spills, mma.sync."""
+    reasons = []
+    if stats.shared > dev.smem_bytes:
+        reasons.append(f"compiled shared memory {stats.shared} B is over {dev.arch}'s {dev.smem_bytes} B")
+    if stats.spill_bytes:
+        reasons.append(f"spills {stats.spill_bytes} B on {dev.arch} ({stats.registers} registers)")
+    if stats.mma != "mma.sync":
+        reasons.append(f"uses {stats.mma}, not mma.sync: its timings do not carry over to sm_120")
+    return reasons
