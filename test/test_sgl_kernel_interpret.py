@@ -2,7 +2,8 @@
 INT4 shapes, for configs drawn from sgl-kernel's search space, against a plain torch dequant-matmul.
 
 The kernel is executed from the pinned pristine tree with ``load_defs`` (its module imports GPU-only
-helpers). fp16 only: the interpreter's bf16 ``tl.dot`` multiplies raw bit patterns (moe-triton.md).
+helpers), in a child process started with ``TRITON_INTERPRET=1``: Triton decides interpreted or
+compiled when ``triton.language`` is first imported, which other tests do earlier. fp16 only: the interpreter's bf16 ``tl.dot`` multiplies raw bit patterns (moe-triton.md).
 Routing is sorted by hand the way ``moe_align_block_size`` does: each expert's (token, slot) rows
 padded to BLOCK_SIZE_M with the sentinel ``M * top_k``; an expert marked -1 (not on this EP rank)
 must come out as zeros.
@@ -10,6 +11,9 @@ must come out as zeros.
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -27,8 +31,6 @@ KERNELS = "sglang.kernels.ops.moe.fused_moe_triton_kernels"
 E, TOP_K, N, K, GROUP, M = 4, 2, 64, 128, 32, 3
 TINY = Gemm("tiny", n=N, k=K, group_size=GROUP)
 SPACE = ss.SearchSpace(block_n=(16, 32, 64), block_k=(16, 32, 64, 128), num_warps=(4,), num_stages=(2,))
-
-
 PICKED = [(16, 32), (32, 16), (128, 64)]  # (BLOCK_SIZE_K, BLOCK_SIZE_N): BK below, at, above the group
 
 
@@ -36,23 +38,6 @@ def picked_configs() -> list[ss.KernelConfig]:
     """Configs of the filtered space with BK 16, 32 and 128 (the last spans all 4 groups of K)."""
     found = {(c.block_k, c.block_n): c for c in ss.candidates(TINY, device("rtx-pro-6000-server"), M, SPACE)}
     return [found[key] for key in PICKED]
-
-
-@pytest.fixture(scope="module")
-def kernel(trees, monkeypatch_module):  # noqa: F811
-    monkeypatch_module.setenv("TRITON_INTERPRET", "1")
-    import triton.language as tl
-
-    path = source(trees.pristine, KERNELS)
-    defs = load_defs(path, ["write_zeros_to_output", "fused_moe_kernel_gptq_awq"])
-    assert type(defs["fused_moe_kernel_gptq_awq"]).__name__ == "InterpretedFunction"
-    return defs["fused_moe_kernel_gptq_awq"], tl
-
-
-@pytest.fixture(scope="module")
-def monkeypatch_module():
-    with pytest.MonkeyPatch.context() as mp:
-        yield mp
 
 
 def make_problem(seed: int = 0):
@@ -112,6 +97,37 @@ def run(kernel, tl, cfg: ss.KernelConfig, skip_expert: int | None = None):
     return c.float(), reference(a, q, scale, topk_ids, topk_weights, skip_expert)
 
 
+def _child(tree: str) -> list[dict]:
+    """In the TRITON_INTERPRET=1 process: run every case, report errors as plain data."""
+    import triton.language as tl
+
+    kernel = load_defs(source(Path(tree), KERNELS), ["write_zeros_to_output", "fused_moe_kernel_gptq_awq"])[
+        "fused_moe_kernel_gptq_awq"]
+    assert type(kernel).__name__ == "InterpretedFunction", type(kernel)
+    topk_ids = make_problem()[4]
+    skip = int(topk_ids[0, 0])
+    cases = [(cfg, None) for cfg in picked_configs()] + [(picked_configs()[2], skip)]
+    results = []
+    for cfg, skip_expert in cases:
+        out, ref = run(kernel, tl, cfg, skip_expert)
+        skipped = topk_ids == (-1 if skip_expert is None else skip_expert)
+        results.append({
+            "config": cfg.label(), "skip_expert": skip_expert, "nan": bool(torch.isnan(out).any()),
+            "rel": ((out - ref).abs().max() / ref.abs().max()).item(),
+            "skipped_rows": int(skipped.sum()), "skipped_zero": bool((out[skipped] == 0).all()),
+        })
+    return results
+
+
+@pytest.fixture(scope="module")
+def results(trees) -> list[dict]:  # noqa: F811
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    done = subprocess.run([sys.executable, __file__, str(trees.pristine)], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-4000:]
+    return json.loads(done.stdout.splitlines()[-1])
+
+
 def test_picked_configs_come_from_the_filtered_space():
     picked = picked_configs()
     assert [c.block_k for c in picked] == [16, 32, 128]
@@ -119,19 +135,18 @@ def test_picked_configs_come_from_the_filtered_space():
 
 
 @pytest.mark.parametrize("index", [0, 1, 2], ids=["bk16", "bk32", "bk128"])
-def test_kernel_matches_torch_reference(kernel, index: int):
-    cfg = picked_configs()[index]
-    out, ref = run(*kernel, cfg)
-    assert not torch.isnan(out).any()
-    rel = ((out - ref).abs().max() / ref.abs().max()).item()
-    assert rel < 1e-2, f"{cfg.label()}: max relative error {rel}"
+def test_kernel_matches_torch_reference(results: list[dict], index: int):
+    case = results[index]
+    assert case["config"] == picked_configs()[index].label() and case["skip_expert"] is None
+    assert not case["nan"]
+    assert case["rel"] < 1e-2, f"{case['config']}: max relative error {case['rel']}"
 
 
-def test_expert_off_this_rank_writes_zeros(kernel):
-    cfg = picked_configs()[2]
-    a, q, packed, scale, topk_ids, topk_weights = make_problem()
-    skip = int(topk_ids[0, 0])
-    out, ref = run(*kernel, cfg, skip_expert=skip)
-    mask = topk_ids == skip
-    assert mask.any() and (out[mask] == 0).all()
-    assert ((out - ref).abs().max() / ref.abs().max()).item() < 1e-2
+def test_expert_off_this_rank_writes_zeros(results: list[dict]):
+    case = results[3]
+    assert case["skip_expert"] is not None and case["skipped_rows"] > 0 and case["skipped_zero"]
+    assert not case["nan"] and case["rel"] < 1e-2
+
+
+if __name__ == "__main__":
+    print(json.dumps(_child(sys.argv[1])))
