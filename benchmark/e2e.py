@@ -8,8 +8,8 @@ every request gets ``prompt_len`` random tokens and generates exactly ``output_l
 (ignore_eos); tokens/s = generated tokens / wall time of the generate call, prefill
 included, after one warm-up call at the largest batch; with ``runs`` > 1 the call is
 timed that many times in the same engine and the median is reported (every run's
-seconds kept in the record). ``acc_len`` 0 keeps the draft's
-real acceptance (an oracle pair accepts everything). With the fork's all-reduce
+seconds kept in the record). ``acc_len`` 0 keeps the draft's real acceptance (an
+oracle pair accepts everything). With the fork's all-reduce
 telemetry on, each run's all-reduce counts per generated token are recorded; with
 ``profile_steps``, a torch-profiler trace per batch size is taken after the timed runs
 and summarized (``engine_probes``).

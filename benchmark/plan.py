@@ -190,9 +190,10 @@ class Job:
         else:
             e = self.e2e or E2EPoints()
             start = ENGINE_START_S.get(tp, ENGINE_START_S[2])
-            s = IMPORT_S + 2 * start + ENGINE_SPEC_EXTRA_S + 2 * len(e.bs) * e.runs * (E2E_BATCH_S + e.output_len / 256)
+            generate_s = E2E_BATCH_S + e.output_len / 256  # one generate call, per batch size and engine
+            s = IMPORT_S + 2 * start + ENGINE_SPEC_EXTRA_S + 2 * len(e.bs) * e.runs * generate_s
             if e.profile_steps:  # one more generate per batch size, and the ranks writing their traces
-                s += 2 * len(e.bs) * (E2E_BATCH_S + e.output_len / 256 + PROFILE_WRITE_S)
+                s += 2 * len(e.bs) * (generate_s + PROFILE_WRITE_S)
         return s * self.calibration
 
     def spec(self) -> dict[str, Any]:

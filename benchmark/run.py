@@ -119,7 +119,12 @@ def manifest(models: Path | None) -> tuple[dict[str, Any], dict[str, Any]]:
     return extra, dict(data.get("speculative") or {})
 
 
-def make_plan(args: argparse.Namespace, gpus: int) -> Plan:
+def parse_variants(args: argparse.Namespace) -> list[Variant]:
+    """``--variant`` options with their ``--variant-env`` variables applied."""
+    return parse_variant_env(args.variant_env, [Variant.parse(v) for v in args.variant])
+
+
+def make_plan(args: argparse.Namespace, gpus: int, variants: list[Variant]) -> Plan:
     micro, e2e = PROFILE_POINTS[args.profile]
     micro = with_points(micro, bs=args.bs, ks=args.ks, topks=args.topks, ctx=args.ctx, iters=args.iters,
                         eager=args.eager, graph_max_bs=args.cuda_graph_max_bs)
@@ -129,7 +134,6 @@ def make_plan(args: argparse.Namespace, gpus: int) -> Plan:
                       steps=speculative.get("speculative_num_steps"),
                       topk=speculative.get("speculative_eagle_topk"),
                       draft_tokens=speculative.get("speculative_num_draft_tokens"))
-    variants = parse_variant_env(args.variant_env, [Variant.parse(v) for v in args.variant])
     models = str(args.models.resolve()) if args.models else "<models>"
     return build_plan(args.profile, variants, models, gpus=gpus, configs=args.configs, backends=args.backends,
                       kinds=args.kinds, micro=micro, e2e=e2e, server_args={**model_args, **args.server_args},
@@ -186,7 +190,8 @@ def finish(results: ResultSet, out_dir: Path, args: argparse.Namespace, plan: Pl
 def run(args: argparse.Namespace) -> int:
     inventory = gpu_inventory()
     gpus = args.gpus if args.gpus is not None else (len(inventory) or (2 if args.dry_run else 0))
-    plan = make_plan(args, gpus)
+    variants = parse_variants(args)
+    plan = make_plan(args, gpus, variants)
     print(plan.describe())
     if plan.estimate_wall_s() > args.budget_s:
         print(f"note: the estimate exceeds --budget-s {args.budget_s:.0f}; jobs late in the priority order may be "
@@ -207,7 +212,6 @@ def run(args: argparse.Namespace) -> int:
         "models": str(args.models.resolve()), "model_shape": dataclasses.asdict(shape),
         "budget_s": args.budget_s, "plan": plan.describe(), "argv": argv}
     outcomes: list[JobOutcome] = []
-    variants = parse_variant_env(args.variant_env, [Variant.parse(v) for v in args.variant])
 
     def write_env() -> None:  # at the start too: a run cut off by its caller keeps it
         artifacts.write_json(out_dir / "env.json", artifacts.env_record(variants, inventory, REPO, outcomes))
