@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, fields
-from typing import Callable
 
 from moe_tuning.shapes import Device, Gemm
 from sglang_fastpath.errors import FastpathError
@@ -133,14 +132,10 @@ def smem_rule(cfg: KernelConfig, dev: Device) -> str | None:
 def rejections(cfg: KernelConfig, gemm: Gemm, dev: Device, space: SearchSpace = SearchSpace(),
                m: int | None = None) -> list[str]:
     """Every filter's reason to refuse ``cfg`` (empty: it passes). ``m=None`` skips the M rule."""
-    checks: list[Callable[[], str | None]] = [
-        lambda: tile_rule(cfg, space),
-        lambda: k_rule(cfg, gemm),
-        lambda: smem_rule(cfg, dev),
-    ]
+    reasons = [tile_rule(cfg, space), k_rule(cfg, gemm), smem_rule(cfg, dev)]
     if m is not None:
-        checks.append(lambda: m_rule(cfg, m, space))
-    return [reason for reason in (check() for check in checks) if reason]
+        reasons.append(m_rule(cfg, m, space))
+    return [reason for reason in reasons if reason]
 
 
 def candidates(gemm: Gemm, dev: Device, m: int, space: SearchSpace = SearchSpace()) -> list[KernelConfig]:
