@@ -1,0 +1,243 @@
+"""Patch 0007's verify kernel (``verify_grouped_attention_fwd``) under ``TRITON_INTERPRET=1`` on CPU.
+
+Each case builds a paged KV cache, K draft tokens per request and a prefix of 1..300 tokens, runs
+the kernel from the patched tree and compares it with a float64 torch reference and with SGLang
+0.5.17's own ``extend_attention_fwd`` (what target verify runs today) on the same inputs. MLA
+(576/512, one latent KV head, value = the key's first 512 columns) and GQA (head dim 128), page
+sizes 1 and 16, K 1..8, a tree mask, a logit cap, forced split counts (merge path) and one split
+(direct store). The output is poisoned with NaN first, with spare rows around it: every row must
+be written and nothing outside. fp16 only: the interpreter's bf16 ``tl.dot`` multiplies raw bits.
+Kernels run in a child process because Triton picks interpreted vs compiled at first import.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import pytest
+import torch
+
+from sglang_trees import load_defs, source, trees  # noqa: F401 (trees: a module-scoped fixture)
+
+VERIFY = "sglang.kernels.ops.attention.verify_grouped_attention"
+EXTEND = "sglang.kernels.ops.attention.extend_attention"
+DECODE = "sglang.kernels.ops.attention.decode_attention"
+SCORE_MOD = "sglang.kernels.ops.attention.score_mod"
+MAX_VERIFY_TOKENS = 8  # the module constant the kernel's wrapper checks against
+SPARE_ROWS = 2  # poisoned rows before and after the output the kernel may write
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    mla: bool
+    k: int  # draft tokens per request
+    prefix: tuple[int, ...]  # cached tokens per request
+    heads: int
+    kv_heads: int
+    page: int
+    tree: bool = False
+    logit_cap: float = 0.0
+    max_splits: int | None = None
+    min_split_len: int | None = None
+    seed: int = 0
+
+
+CASES = [
+    Case("mla-k4-p1", True, 4, (37, 130), 8, 1, 1, max_splits=4, min_split_len=32),
+    Case("mla-k1-p16", True, 1, (300,), 16, 1, 16, max_splits=8, min_split_len=64, seed=1),
+    Case("mla-k8-p16-direct", True, 8, (1, 77), 4, 1, 16, max_splits=1, seed=2),
+    Case("mla-k3-default-splits", True, 3, (200, 5, 64), 8, 1, 1, seed=3),
+    Case("gqa-k2-p1", False, 2, (150, 1), 8, 2, 1, max_splits=4, min_split_len=32, seed=4),
+    Case("gqa-k5-p16", False, 5, (290, 33), 8, 2, 16, max_splits=2, min_split_len=64, seed=5),
+    Case("gqa-k8-p1-mha", False, 8, (95,), 4, 4, 1, max_splits=4, min_split_len=16, seed=6),
+    Case("gqa-k4-tree", False, 4, (60, 140), 8, 2, 16, tree=True, max_splits=4, min_split_len=32, seed=7),
+    Case("mla-k6-tree-cap", True, 6, (120,), 8, 1, 1, tree=True, logit_cap=30.0, max_splits=2,
+         min_split_len=32, seed=8),
+    Case("gqa-k7-groups", False, 7, (17, 250), 16, 2, 1, max_splits=8, min_split_len=32, seed=9),
+]
+
+
+def tree_mask(k: int, g: torch.Generator) -> torch.Tensor:
+    """A random draft tree over k tokens: each token sees itself and its ancestors."""
+    parent = [-1] + [int(torch.randint(0, i, (1,), generator=g)) for i in range(1, k)]
+    mask = torch.zeros(k, k, dtype=torch.bool)
+    for i in range(k):
+        j = i
+        while j >= 0:
+            mask[i, j] = True
+            j = parent[j]
+    return mask
+
+
+def make_inputs(case: Case) -> dict:
+    """Cache, slots, draft KV and queries, laid out as SGLang's triton backend passes them."""
+    g = torch.Generator().manual_seed(case.seed)
+    lk, lv = (576, 512) if case.mla else (128, 128)
+    bs, k = len(case.prefix), case.k
+    pages_per_req = [-(-p // case.page) for p in case.prefix]
+    num_pages = sum(pages_per_req) + 3
+    order = torch.randperm(num_pages, generator=g).tolist()  # pages scattered over the pool
+    slots, indptr = [], [0]
+    for b, plen in enumerate(case.prefix):
+        pages = [order.pop() for _ in range(pages_per_req[b])]
+        slots += [pages[p // case.page] * case.page + p % case.page for p in range(plen)]
+        indptr.append(len(slots))
+    pool = num_pages * case.page
+    key = (torch.randn(pool, case.kv_heads, lk, generator=g) / 2).half()
+    draft_k = (torch.randn(bs * k, case.kv_heads, lk, generator=g) / 2).half()
+    if case.mla:
+        value, draft_v = key[..., :lv], draft_k[..., :lv].contiguous()
+    else:
+        value = (torch.randn(pool, case.kv_heads, lv, generator=g) / 2).half()
+        draft_v = (torch.randn(bs * k, case.kv_heads, lv, generator=g) / 2).half()
+    q = (torch.randn(bs * k, case.heads, lk, generator=g) / 2).half()
+    masks = [tree_mask(k, g) if case.tree else torch.ones(k, k).tril().bool() for _ in range(bs)]
+    full = [torch.cat([torch.ones(k, p, dtype=torch.bool), m], 1).flatten() for p, m in zip(case.prefix, masks)]
+    mask_indptr = torch.tensor([0] + [int(x.numel()) for x in full]).cumsum(0)
+    return {
+        "q": q, "draft_k": draft_k, "draft_v": draft_v, "key": key, "value": value,
+        "kv_indptr": torch.tensor(indptr, dtype=torch.int32), "kv_indices": torch.tensor(slots, dtype=torch.int64),
+        "qo_indptr": torch.arange(0, (bs + 1) * k, k, dtype=torch.int32),
+        "custom_mask": torch.cat(full), "mask_indptr": mask_indptr, "draft_masks": masks,
+        "sm_scale": lk ** -0.5, "lv": lv,
+    }
+
+
+def reference(case: Case, x: dict) -> torch.Tensor:
+    """float64: softmax over (prefix keys, masked draft keys) per request, head and draft token."""
+    k, group = case.k, case.heads // case.kv_heads
+    out = torch.zeros(x["q"].shape[0], case.heads, x["lv"], dtype=torch.float64)
+    for b in range(len(case.prefix)):
+        slots = x["kv_indices"][x["kv_indptr"][b]:x["kv_indptr"][b + 1]]
+        rows = slice(b * k, (b + 1) * k)
+        keys = torch.cat([x["key"][slots], x["draft_k"][rows]]).double()  # [P+K, Hkv, lk]
+        values = torch.cat([x["value"][slots], x["draft_v"][rows]]).double()
+        seen = torch.cat([torch.ones(k, len(slots), dtype=torch.bool), x["draft_masks"][b]], 1)
+        for h in range(case.heads):
+            scores = x["q"][rows, h].double() @ keys[:, h // group].T * x["sm_scale"]
+            if case.logit_cap > 0:
+                scores = case.logit_cap * torch.tanh(scores / case.logit_cap)
+            probs = scores.masked_fill(~seen, float("-inf")).softmax(-1)
+            out[rows, h] = probs @ values[:, h // group]
+    return out
+
+
+def paged(buf: torch.Tensor, page: int) -> torch.Tensor:
+    """The 4-D [pages, page, heads, dim] view SGLang's paged pools hand the kernels at page > 1."""
+    return buf if page == 1 else buf.view(-1, page, *buf.shape[1:])
+
+
+def poisoned_output(x: dict, heads: int) -> tuple[torch.Tensor, torch.Tensor]:
+    rows = x["q"].shape[0]
+    spare = torch.full((rows + 2 * SPARE_ROWS, heads, x["lv"]), float("nan"), dtype=torch.float16)
+    return spare, spare[SPARE_ROWS:SPARE_ROWS + rows]
+
+
+def run_verify(fwd, case: Case, x: dict) -> dict:
+    spare, o = poisoned_output(x, case.heads)
+    fwd(x["q"], x["draft_k"], x["draft_v"], o, paged(x["key"], case.page), paged(x["value"], case.page),
+        x["kv_indptr"], x["kv_indices"], case.k, x["sm_scale"],
+        custom_mask=x["custom_mask"] if case.tree else None, mask_indptr=x["mask_indptr"] if case.tree else None,
+        logit_cap=case.logit_cap, page_size=case.page, max_kv_splits=case.max_splits,
+        min_split_len=case.min_split_len)
+    return {"out": o.double(), "spare_untouched": bool(torch.isnan(spare[:SPARE_ROWS]).all()
+                                                      and torch.isnan(spare[-SPARE_ROWS:]).all())}
+
+
+def run_extend(fwd, case: Case, x: dict) -> torch.Tensor:
+    _, o = poisoned_output(x, case.heads)
+    fwd(x["q"], x["draft_k"], x["draft_v"], o, paged(x["key"], case.page), paged(x["value"], case.page),
+        x["qo_indptr"], x["kv_indptr"], x["kv_indices"], x["custom_mask"] if case.tree else None, True,
+        x["mask_indptr"] if case.tree else None, case.k, 1.0, 1.0, x["sm_scale"], logit_cap=case.logit_cap,
+        page_size=case.page)
+    return o.double()
+
+
+def max_rel(a: torch.Tensor, b: torch.Tensor) -> float:
+    return float((a - b).abs().max() / b.abs().max())
+
+
+def load_kernels(tree: Path) -> tuple:
+    strides = load_defs(source(tree, DECODE), ["_extract_kv_strides"])["_extract_kv_strides"]
+    verify = load_defs(source(tree, VERIFY), ["_scaled_scores", "_verify_grouped_stage1", "_verify_grouped_merge",
+                                              "_multiprocessor_count", "_programs_target", "verify_grouped_tile",
+                                              "verify_grouped_attention_fwd"],
+                       {"_extract_kv_strides": strides, "MAX_VERIFY_TOKENS": MAX_VERIFY_TOKENS})
+    unpack = load_defs(source(tree, SCORE_MOD), ["unpack_aux_tensors"])["unpack_aux_tensors"]
+    extend = load_defs(source(tree, EXTEND), ["tanh", "_fwd_kernel", "_get_block_sizes_for_extend_attention",
+                                              "extend_attention_fwd"],
+                       {"_extract_kv_strides": strides, "unpack_aux_tensors": unpack, "_is_cuda": False,
+                        "_is_hip": False, "_is_gfx95": False})
+    assert type(verify["_verify_grouped_stage1"]).__name__ == "InterpretedFunction"
+    return verify["verify_grouped_attention_fwd"], extend["extend_attention_fwd"]
+
+
+def _child(tree: str) -> list[dict]:
+    """In the TRITON_INTERPRET=1 process: every case, results as plain data."""
+    verify, extend = load_kernels(Path(tree))
+    results = []
+    for case in CASES:
+        x = make_inputs(case)
+        ref = reference(case, x)
+        got = run_verify(verify, case, x)
+        ext = run_extend(extend, case, x)
+        results.append({
+            "case": asdict(case), "nan": bool(torch.isnan(got["out"]).any()),
+            "spare_untouched": got["spare_untouched"], "rel_ref": max_rel(got["out"], ref),
+            "rel_extend": max_rel(got["out"], ext), "extend_rel_ref": max_rel(ext, ref),
+        })
+    return results
+
+
+@pytest.fixture(scope="module")
+def results(trees) -> dict[str, dict]:  # noqa: F811
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    done = subprocess.run([sys.executable, __file__, str(trees.patched)], env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-4000:]
+    return {r["case"]["name"]: r for r in json.loads(done.stdout.splitlines()[-1])}
+
+
+def test_cases_cover_the_brief():
+    assert {c.k for c in CASES} == set(range(1, 9))
+    assert {c.page for c in CASES} == {1, 16} and {c.mla for c in CASES} == {True, False}
+    assert any(c.tree for c in CASES) and any(c.max_splits == 1 for c in CASES)
+    assert min(min(c.prefix) for c in CASES) == 1 and max(max(c.prefix) for c in CASES) >= 290
+
+
+def test_reference_is_not_trivial():
+    """The reference must tell a tree from a chain and the prefix from nothing, or the checks prove little."""
+    case = next(c for c in CASES if c.tree)
+    x = make_inputs(case)
+    chain = Case(**{**asdict(case), "tree": False})
+    assert max_rel(reference(case, x), reference(chain, make_inputs(chain))) > 0.05
+    assert not all(torch.equal(m, torch.ones_like(m).tril()) for m in x["draft_masks"])
+
+
+@pytest.mark.parametrize("name", [c.name for c in CASES])
+def test_matches_float64_reference(results: dict[str, dict], name: str):
+    r = results[name]
+    assert not r["nan"], f"{name}: NaN left in the output (a row was not written)"
+    assert r["rel_ref"] < 5e-3, f"{name}: max relative error vs float64 {r['rel_ref']}"
+
+
+@pytest.mark.parametrize("name", [c.name for c in CASES])
+def test_matches_sglang_extend_kernel(results: dict[str, dict], name: str):
+    r = results[name]
+    assert r["extend_rel_ref"] < 5e-3, f"{name}: SGLang's extend kernel itself is off ({r['extend_rel_ref']})"
+    assert r["rel_extend"] < 5e-3, f"{name}: max relative difference vs extend_attention_fwd {r['rel_extend']}"
+
+
+@pytest.mark.parametrize("name", [c.name for c in CASES])
+def test_writes_nothing_outside_its_rows(results: dict[str, dict], name: str):
+    assert results[name]["spare_untouched"]
+
+
+if __name__ == "__main__":
+    print(json.dumps(_child(sys.argv[1])))
