@@ -1,10 +1,11 @@
-"""``sglang-fastpath check``: does the series apply, cleanly, to its pristine base?
+"""``sglang-fastpath check``: does every series apply, cleanly, to its own pinned base?
 
-Each patch is checked with ``git apply --check`` on a fresh pristine tree (exact
-context, no fuzz) and then committed with ``git am`` before the next one. On the
-pinned base any failure, or a hunk that only applies at an offset, is an error
-naming the patch, the file and the hunk. Against another release (``--base``) the
-same report is printed for information: the first step of a rebase.
+Each series (``series_sets``: the main one on 0.5.17, each backport and each upstream port on
+its release) is checked on a fresh pristine tree of its own sha256-pinned wheel: every patch
+with ``git apply --check`` (exact context, no fuzz), then committed with ``git am`` before the
+next one. Any failure, or a hunk that only applies at an offset, is an error naming the patch,
+the file and the hunk; an upstream series must also carry its pull-request texts. ``check_bases``
+is the report-only view across releases: which patch of which series applies to which release.
 """
 
 from __future__ import annotations
@@ -14,18 +15,17 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sglang_fastpath import git
+from sglang_fastpath import git, pull_request
 from sglang_fastpath.errors import FastpathError
-from sglang_fastpath.fetch import fetch_pinned, fetch_release, verify_wheel, wheel_version
-from sglang_fastpath.paths import patches_dir
+from sglang_fastpath.fetch import fetch_pinned, fetch_release, released_versions, verify_wheel, wheel_version
 from sglang_fastpath.pins import BASE_VERSION, find_pin
 from sglang_fastpath.series import Series, hunks, read_series, subject, unlisted_patches
-from sglang_fastpath.tree import unpack_pristine
+from sglang_fastpath.series_sets import BACKPORT, MAIN, UPSTREAM, SeriesSet, series_sets, version_key
+from sglang_fastpath.tree import PRISTINE_TAG, unpack_pristine
 
 _FAILED = re.compile(r"^error: patch failed: (?P<path>.+):(?P<line>\d+)$", re.MULTILINE)
 _MISSING = re.compile(r"^error: (?P<path>\S+): (?:No such file or directory|does not exist in index)$", re.MULTILINE)
 _OFFSET = re.compile(r"^Hunk #(?P<hunk>\d+) succeeded at (?P<at>\d+) \(offset (?P<off>-?\d+) lines?\)", re.MULTILINE)
-BACKPORT_DIR = "backport"
 
 
 @dataclass
@@ -35,11 +35,18 @@ class PatchResult:
     problems: list[str] = field(default_factory=list)  # each one line: file, hunk, what happened
     notes: list[str] = field(default_factory=list)
 
+    @property
+    def state(self) -> str:
+        """``ok``, ``offset`` (applies, but only at an offset) or ``FAILS``."""
+        if not self.applied:
+            return "FAILS"
+        return "ok" if not self.problems and not self.notes else "offset"
+
 
 @dataclass
 class CheckReport:
     base: str
-    series_dir: Path
+    label: str  # the series: "series", "backport/v0.5.9", "upstream/v0.5.23"
     results: list[PatchResult]
     lint: list[str]
 
@@ -75,62 +82,104 @@ def _lint(series: Series) -> list[str]:
     return problems
 
 
-def check_series_on(wheel: Path, series: Series, strict: bool) -> CheckReport:
+def apply_in(repo: Path, series: Series, strict: bool) -> list[PatchResult]:
+    """Reset ``repo`` to its pristine tag, then try each patch in order; one that fails is skipped."""
+    git.git(repo, "reset", "-q", "--hard", PRISTINE_TAG)
     results: list[PatchResult] = []
+    for patch in series.patches:
+        result = PatchResult(patch.name, applied=False)
+        probe = git.git(repo, "apply", "--check", "-v", str(patch.resolve()), check=False)
+        output = probe.stdout + probe.stderr
+        if probe.returncode != 0:
+            result.problems = _describe_failure(patch, output)
+        else:
+            for m in _OFFSET.finditer(output):
+                msg = f"{patch.name}: hunk #{m.group('hunk')} applies at line {m.group('at')} (offset {m.group('off')})"
+                (result.problems if strict else result.notes).append(msg)
+            applied = git.am(repo, patch)
+            if applied.returncode != 0:
+                git.git(repo, "am", "--abort", check=False)
+                result.problems.append(f"{patch.name}: git am failed: {applied.stderr.strip()[:200]}")
+            else:
+                result.applied = True
+        results.append(result)
+    return results
+
+
+def check_set(series_set: SeriesSet, wheel: Path | None = None) -> CheckReport:
+    """One series on a fresh tree of its own pinned wheel (``wheel``: that file, verified)."""
+    pin = find_pin(series_set.version)
+    if pin is None:
+        raise FastpathError(f"{series_set.label} names sglang {series_set.version}, which has no pin in pins.py")
+    wheel = verify_wheel(wheel, pin) if wheel is not None else fetch_pinned(series_set.version)
+    series = read_series(series_set.directory)
+    lint = _lint(series) + (pull_request.lint(series_set) if series_set.kind == UPSTREAM else [])
     with tempfile.TemporaryDirectory() as tmp:
         repo = Path(tmp) / "sglang"
         unpack_pristine(wheel, repo)
-        for patch in series.patches:
-            result = PatchResult(patch.name, applied=False)
-            probe = git.git(repo, "apply", "--check", "-v", str(patch.resolve()), check=False)
-            output = probe.stdout + probe.stderr
-            if probe.returncode != 0:
-                result.problems = _describe_failure(patch, output)
-            else:
-                for m in _OFFSET.finditer(output):
-                    msg = f"{patch.name}: hunk #{m.group('hunk')} applies at line {m.group('at')} (offset {m.group('off')})"
-                    (result.problems if strict else result.notes).append(msg)
-                applied = git.am(repo, patch)
-                if applied.returncode != 0:
-                    git.git(repo, "am", "--abort", check=False)
-                    result.problems.append(f"{patch.name}: git am failed: {applied.stderr.strip()[:200]}")
-                else:
-                    result.applied = True
-            results.append(result)
-    return CheckReport(wheel_version(wheel), series.directory, results, _lint(series))
-
-
-def backport_dirs(root: Path | None = None) -> list[Path]:
-    base = (root or patches_dir()) / BACKPORT_DIR
-    return sorted(p for p in base.glob("v*") if (p / "series").is_file()) if base.is_dir() else []
+        results = apply_in(repo, series, strict=True)
+    return CheckReport(wheel_version(wheel), series_set.label, results, lint)
 
 
 def check_pinned(wheel: Path | None = None) -> list[CheckReport]:
-    """The main series on the pinned base, and each backport on its own pinned base."""
-    if wheel is not None:
-        pin = find_pin(BASE_VERSION)
-        assert pin is not None
-        verify_wheel(wheel, pin)
-    reports = [check_series_on(wheel or fetch_pinned(BASE_VERSION), read_series(patches_dir()), strict=True)]
-    for folder in backport_dirs():
-        version = folder.name.lstrip("v")
-        if find_pin(version) is None:
-            raise FastpathError(f"backport folder {folder} names sglang {version}, which has no pin in pins.py")
-        reports.append(check_series_on(fetch_pinned(version), read_series(folder), strict=True))
-    return reports
-
-
-def check_other_base(version: str | None) -> CheckReport:
-    """How the main series applies to another release (default: the newest); never fails."""
-    wheel = fetch_release(version)
-    return check_series_on(wheel, read_series(patches_dir()), strict=False)
+    """Every series on its own pinned base; ``wheel`` replaces the download for the main series."""
+    return [check_set(s, wheel if s.kind == MAIN else None) for s in series_sets()]
 
 
 def format_report(report: CheckReport) -> str:
-    lines = [f"sglang {report.base} + {report.series_dir.name}/series ({len(report.results)} patches)"]
+    lines = [f"sglang {report.base} + {report.label} ({len(report.results)} patches)"]
     for r in report.results:
         state = "ok" if r.applied and not r.problems else ("applies with offsets" if r.applied else "FAILS")
         lines.append(f"  {state:>20}  {r.name}")
         lines += [f"{'':24}{p}" for p in r.problems + r.notes]
     lines += [f"  {'lint':>20}  {p}" for p in report.lint]
     return "\n".join(lines)
+
+
+# -- report only: which patch applies to which release ---------------------
+
+
+@dataclass
+class BaseMatrix:
+    versions: list[str]
+    # (series label, patch name) -> {version: "ok" | "offset" | "FAILS"}
+    cells: dict[tuple[str, str], dict[str, str]]
+
+
+def _release_wheel(version: str) -> Path:
+    """The pinned wheel where there is a pin (verified), else the release as the index has it."""
+    return fetch_pinned(version) if find_pin(version) is not None else fetch_release(version)
+
+
+def default_base_versions() -> list[str]:
+    """Every release on the index from the oldest pinned base a series targets here on."""
+    oldest = min((s.version for s in series_sets() if s.kind != BACKPORT), key=version_key)
+    return [v for v in released_versions() if version_key(v) >= version_key(oldest)]
+
+
+def check_bases(versions: list[str], sets: list[SeriesSet] | None = None) -> BaseMatrix:
+    """Apply every series to each release (patches in order; one that fails is skipped)."""
+    sets = sets if sets is not None else [s for s in series_sets() if s.kind != BACKPORT]
+    versions = sorted(dict.fromkeys(versions), key=version_key)
+    matrix = BaseMatrix(versions, {})
+    for s in sets:
+        for name in read_series(s.directory).names:
+            matrix.cells[(s.label, name)] = {}
+    for version in versions:
+        with tempfile.TemporaryDirectory() as tmp:
+            repo = Path(tmp) / "sglang"
+            unpack_pristine(_release_wheel(version), repo)
+            for s in sets:
+                for result in apply_in(repo, read_series(s.directory), strict=False):
+                    matrix.cells[(s.label, result.name)][version] = result.state
+    return matrix
+
+
+def format_matrix(matrix: BaseMatrix) -> str:
+    """A markdown table: one row per patch of each series, one column per release."""
+    head = ["series", "patch", *matrix.versions]
+    rows = [head, ["---"] * len(head)]
+    for (label, name), states in matrix.cells.items():
+        number = name.split("-", 1)[0]
+        rows.append([label, number, *(states.get(v, "") for v in matrix.versions)])
+    return "\n".join("| " + " | ".join(row) + " |" for row in rows)

@@ -81,15 +81,20 @@ def fetch_pinned(version: str, python_tag: str | None = None, cache: Path | None
     return verify_wheel(path, pin)
 
 
-def newest_release() -> str:
-    """The newest SGLang version on the package index."""
+def released_versions() -> list[str]:
+    """Every SGLang release on the package index, newest first (``pip index versions``)."""
     proc = subprocess.run(
         [sys.executable, "-m", "pip", "index", "versions", "sglang"], capture_output=True, text=True
     )
-    match = re.search(r"^sglang \(([^)]+)\)", proc.stdout, re.MULTILINE)
+    match = re.search(r"^Available versions: (.+)$", proc.stdout, re.MULTILINE)
     if proc.returncode != 0 or not match:
-        raise FastpathError("could not ask the package index for the newest sglang release (pip index versions sglang)")
-    return match.group(1)
+        raise FastpathError("could not ask the package index for the sglang releases (pip index versions sglang)")
+    return [v.strip() for v in match.group(1).split(",") if v.strip()]
+
+
+def newest_release() -> str:
+    """The newest SGLang version on the package index."""
+    return released_versions()[0]
 
 
 def fetch_release(version: str | None, cache: Path | None = None) -> Path:

@@ -50,6 +50,14 @@ PINS: tuple[WheelPin, ...] = (
         "sglang-0.5.17-cp312-cp312-manylinux_2_34_x86_64.whl",
         "fb4cba478a5dca5ee146550b39f33add1c4e475d21ee11810b86ed1c58068093",
     ),
+    # The newest release on PyPI when the series was ported upstream (patches/upstream/v0.5.23/);
+    # CPU-checked only: it needs torch 2.14, which our GPU hosts do not run.
+    WheelPin(
+        "0.5.23",
+        "cp311",
+        "sglang-0.5.23-cp311-cp311-manylinux_2_34_x86_64.whl",
+        "00b3cd5b265ac76c64185fbb6b95424f324ddd9f428d0306b77bc9db9d859937",
+    ),
     # The base our users ran when they hit the regression; only the backport applies to it.
     WheelPin(
         "0.5.9",

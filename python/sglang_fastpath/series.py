@@ -7,6 +7,7 @@ folder with its own ``series`` (``patches/backport/v0.5.9/series``).
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -78,7 +79,11 @@ def hunks(patch: Path) -> list[Hunk]:
 
 
 def subject(patch: Path) -> str:
-    for line in patch.read_text(errors="replace").splitlines():
+    """The commit title: the ``Subject:`` header with its folded continuation lines joined."""
+    lines = patch.read_text(errors="replace").splitlines()
+    for i, line in enumerate(lines):
         if line.startswith("Subject: "):
-            return re.sub(r"^\[PATCH[^\]]*\]\s*", "", line[len("Subject: "):])
+            parts = [line[len("Subject: "):]]
+            parts += [rest.strip() for rest in itertools.takewhile(lambda x: x[:1] in (" ", "\t"), lines[i + 1:])]
+            return re.sub(r"^\[PATCH[^\]]*\]\s*", "", " ".join(parts))
     return ""
