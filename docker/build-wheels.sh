@@ -14,6 +14,12 @@ OUT="$1"
 TAG="${2:-cp312}"
 PYTHON="${PYTHON:-python3}"
 mkdir -p "$OUT"
-SGLANG_FASTPATH_ROOT="$ROOT" PYTHONPATH="$ROOT/python" "$PYTHON" -m sglang_fastpath wheel --out "$OUT" --tag "$TAG"
-"$PYTHON" -m pip wheel --no-deps --disable-pip-version-check --quiet --wheel-dir "$OUT" "$ROOT/python"
+# The tooling wheel and its requirements (packaging), built into a scratch folder: the wheel verb
+# imports them, and a bare Python (the Dockerfile's python:3.12-slim) has nothing but pip.
+tools="$(mktemp -d)"
+trap 'rm -rf "$tools"' EXIT
+"$PYTHON" -m pip wheel --disable-pip-version-check --quiet --wheel-dir "$tools" "$ROOT/python"
+cp "$tools"/sglang_fastpath-*.whl "$OUT"/
+requirements="$(find "$tools" -name '*.whl' ! -name 'sglang_fastpath-*' -printf '%p:')"
+SGLANG_FASTPATH_ROOT="$ROOT" PYTHONPATH="$ROOT/python:$requirements" "$PYTHON" -m sglang_fastpath wheel --out "$OUT" --tag "$TAG"
 ls -1 "$OUT"
