@@ -22,7 +22,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from sglang_trees import load_defs, source, trees  # noqa: F401 (trees: a module-scoped fixture)
+if str(Path(__file__).resolve().parents[1]) not in sys.path:  # the benchmark package
+    sys.path.append(str(Path(__file__).resolve().parents[1]))
+
+from benchmark.attn_verify_bench import KERNEL_FILE, file_from_patch  # noqa: E402
+from sglang_fastpath.paths import patches_dir  # noqa: E402
+from sglang_trees import load_defs, source, trees  # noqa: E402, F401 (trees: a module-scoped fixture)
 
 VERIFY = "sglang.kernels.ops.attention.verify_grouped_attention"
 EXTEND = "sglang.kernels.ops.attention.extend_attention"
@@ -218,6 +223,13 @@ def test_reference_is_not_trivial():
     chain = Case(**{**asdict(case), "tree": False})
     assert max_rel(reference(case, x), reference(chain, make_inputs(chain))) > 0.05
     assert not all(torch.equal(m, torch.ones_like(m).tril()) for m in x["draft_masks"])
+
+
+def test_gpu_bench_runs_the_kernel_the_patch_creates(trees):  # noqa: F811
+    """benchmark/attn_verify_bench.py rebuilds the kernel file from the patch: it must be the patched tree's."""
+    (patch,) = sorted(patches_dir().glob("0007-*.patch"))
+    assert source(trees.patched, VERIFY) == trees.patched / KERNEL_FILE
+    assert file_from_patch(patch, KERNEL_FILE) == (trees.patched / KERNEL_FILE).read_text()
 
 
 @pytest.mark.parametrize("name", [c.name for c in CASES])
