@@ -1,7 +1,9 @@
 """Patched and pristine SGLang trees for CPU tests, and ways to run their code.
 
-``build_trees`` unpacks the pinned wheels (0.5.17 and the 0.5.9 backport base)
-once per session, pristine and with their series applied. Two ways to run the
+``build_trees`` unpacks the pinned wheels (0.5.17, the 0.5.9 backport base and
+the newest upstream port's release, 0.5.23) once per session, pristine and with
+their series applied. ``PATCHED`` names the trees a test of a patch runs on;
+``SHOWS_THE_BUG`` marks their pristine twins, where such a test must fail. Two ways to run the
 code of a tree on a CPU machine without SGLang's GPU dependencies:
 
 * ``TreeImporter.use(tree)`` makes ``import sglang.srt...`` resolve to that
@@ -34,9 +36,25 @@ from sglang_fastpath.fetch import fetch_pinned
 from sglang_fastpath.paths import patches_dir
 from sglang_fastpath.pins import BASE_VERSION
 from sglang_fastpath.series import read_series
+from sglang_fastpath.series_sets import find_set
 from sglang_fastpath.tree import build_tree, unpack_pristine
 
 BACKPORT_VERSION = "0.5.9"
+UPSTREAM = find_set(None)  # the newest upstream port: patches/upstream/v<release>/
+
+# A test of a patch runs on the patched tree of each series that carries it (0.5.17 and the
+# upstream port); a pristine twin must fail it (xfail strict) where the bug exists there. The
+# failure must come from the test's assertions (or a pytest.raises that did not raise), not from
+# an error of the test itself.
+PATCHED = ["patched", "upstream"]
+SHOWS_THE_BUG = pytest.mark.xfail(
+    strict=True, raises=(AssertionError, pytest.fail.Exception), reason="the pristine release has the bug"
+)
+PATCHED_AND_PRISTINE = [
+    *PATCHED,
+    pytest.param("pristine", marks=SHOWS_THE_BUG),
+    pytest.param("upstream_pristine", marks=SHOWS_THE_BUG),
+]
 
 
 @dataclass(frozen=True)
@@ -45,18 +63,22 @@ class Trees:
     pristine: Path
     backport: Path  # 0.5.9 + patches/backport/v0.5.9/series
     backport_pristine: Path
+    upstream: Path  # 0.5.23 + patches/upstream/v0.5.23/series
+    upstream_pristine: Path
 
     def get(self, name: str) -> Path:
         return getattr(self, name)
 
 
 def build_trees(root: Path) -> Trees:
-    trees = Trees(root / "patched", root / "pristine", root / "backport", root / "backport_pristine")
+    trees = Trees(*(root / name for name in Trees.__dataclass_fields__))
     build_tree(fetch_pinned(BASE_VERSION), read_series(patches_dir()), trees.patched)
     unpack_pristine(fetch_pinned(BASE_VERSION), trees.pristine)
     backport_dir = patches_dir() / "backport" / f"v{BACKPORT_VERSION}"
     build_tree(fetch_pinned(BACKPORT_VERSION), read_series(backport_dir), trees.backport)
     unpack_pristine(fetch_pinned(BACKPORT_VERSION), trees.backport_pristine)
+    build_tree(fetch_pinned(UPSTREAM.version), read_series(UPSTREAM.directory), trees.upstream)
+    unpack_pristine(fetch_pinned(UPSTREAM.version), trees.upstream_pristine)
     return trees
 
 

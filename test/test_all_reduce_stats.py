@@ -1,4 +1,6 @@
-"""All-reduce path telemetry of the patched SGLang 0.5.17 tree (patch 0002), on CPU.
+"""All-reduce path telemetry of the patched SGLang trees (patch 0002), on CPU.
+
+Every test runs on the 0.5.17 series' tree and on the upstream port's (0.5.23).
 
 The counting module and GroupCoordinator come from the patched tree; the
 all-reduces in the dispatch tests are real torch.distributed (gloo) calls on a
@@ -17,7 +19,7 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from sglang_trees import TreeImporter, load_defs, source, trees  # noqa: F401 (trees: a module-scoped fixture)
+from sglang_trees import PATCHED, TreeImporter, load_defs, source, trees  # noqa: F401 (trees: a module-scoped fixture)
 
 STATS = "sglang.srt.distributed.all_reduce_stats"
 Key = tuple[str, str, str, str, str]  # mode, source, placement, method, bytes_le
@@ -26,9 +28,15 @@ KIB4 = torch.zeros(2048, dtype=torch.bfloat16)  # 4 KiB: bucket "4096"
 KIB40 = torch.zeros(10240, dtype=torch.float32)  # 40 KiB: bucket "65536"
 
 
+@pytest.fixture(scope="module", params=PATCHED)
+def tree(request, trees):
+    """The patched tree under test: 0.5.17 + patches/series, then the upstream port."""
+    return trees.get(request.param)
+
+
 @pytest.fixture
-def stats(trees):
-    module = TreeImporter.module(trees.patched, STATS)
+def stats(tree):
+    module = TreeImporter.module(tree, STATS)
     module.reset()
     module.configure(enabled=True, log_interval=3600.0)
     yield module
@@ -37,8 +45,8 @@ def stats(trees):
 
 
 @pytest.fixture(scope="module")
-def ForwardMode(trees):
-    path = source(trees.patched, "sglang.srt.model_executor.forward_batch_info")
+def ForwardMode(tree):
+    path = source(tree, "sglang.srt.model_executor.forward_batch_info")
     return load_defs(path, ["ForwardMode"])["ForwardMode"]
 
 
@@ -49,8 +57,8 @@ def counts(stats) -> dict[Key, int]:
     return got
 
 
-def test_disabled_scopes_are_free_and_record_nothing(trees, ForwardMode) -> None:
-    stats = TreeImporter.module(trees.patched, STATS)
+def test_disabled_scopes_are_free_and_record_nothing(tree, ForwardMode) -> None:
+    stats = TreeImporter.module(tree, STATS)
     stats.configure(enabled=False)
     stats.reset()
     scope = stats.forward_scope(ForwardMode.TARGET_VERIFY, False)
@@ -128,12 +136,12 @@ def test_a_runner_replayed_outside_a_forward_names_its_mode(stats, ForwardMode, 
 
 
 @pytest.mark.parametrize("module", ["eagle_draft_cuda_graph_runner", "eagle_draft_extend_cuda_graph_runner"])
-def test_draft_runners_record_their_graphs_and_count_replays(trees, module: str) -> None:
+def test_draft_runners_record_their_graphs_and_count_replays(tree, module: str) -> None:
     """Each draft runner captures inside graph_scope and counts every replay under its own mode label."""
     import ast
 
-    tree = ast.parse(source(trees.patched, f"sglang.srt.speculative.{module}").read_text())
-    funcs = {f.name: f for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)}
+    parsed = ast.parse(source(tree, f"sglang.srt.speculative.{module}").read_text())
+    funcs = {f.name: f for f in ast.walk(parsed) if isinstance(f, ast.FunctionDef)}
     replay = ast.unparse(funcs["_replay_graph"])
     assert "all_reduce_stats.on_replay((id(self), shape_key), all_reduce_stats.mode_label(" \
         "self.capture_forward_mode, True))" in replay, replay
@@ -230,14 +238,14 @@ def test_prometheus_export_sends_increments(stats, ForwardMode) -> None:
         (64 * 2**20 + 1, "larger"),
     ],
 )
-def test_size_bucket_is_the_next_power_of_two(trees, nbytes: int, label: str) -> None:
-    stats = TreeImporter.module(trees.patched, STATS)
+def test_size_bucket_is_the_next_power_of_two(tree, nbytes: int, label: str) -> None:
+    stats = TreeImporter.module(tree, STATS)
     assert stats.size_bucket(nbytes) == label
     assert label in stats.SIZE_BUCKETS
 
 
-def test_size_buckets_are_bounded(trees) -> None:
-    buckets = TreeImporter.module(trees.patched, STATS).SIZE_BUCKETS
+def test_size_buckets_are_bounded(tree) -> None:
+    buckets = TreeImporter.module(tree, STATS).SIZE_BUCKETS
     assert buckets == ("smaller", *(str(2**b) for b in range(10, 27)), "larger") and len(buckets) == 19
 
 
@@ -306,11 +314,12 @@ def gloo_group():
     dist.destroy_process_group()
 
 
-def coordinator(trees, group, **comms):
-    ps = TreeImporter.module(trees.patched, "sglang.srt.distributed.parallel_state")
+def coordinator(tree, group, **comms):
+    ps = TreeImporter.module(tree, "sglang.srt.distributed.parallel_state")
     coord = object.__new__(ps.GroupCoordinator)
     coord.world_size, coord.local_size, coord.device_group = 2, 1, group  # 2 ranks: no single-rank bypass
     coord.ca_comm = coord.qr_comm = coord.pymscclpp_comm = coord.torch_symm_mem_comm = coord.pynccl_comm = None
+    coord.pcie_ipc_comm, coord._fi_workspace_hint = None, None  # 0.5.23's PCIe-IPC and FlashInfer paths
     coord.hpu_communicator = coord.xpu_communicator = coord.npu_communicator = None
     for name, comm in comms.items():
         setattr(coord, name, comm)
@@ -327,8 +336,8 @@ class FakeCustomAllReduce:
         return inp.clone()
 
 
-def test_cpu_all_reduce_is_counted(stats, trees, gloo_group, ForwardMode) -> None:
-    coord = coordinator(trees, gloo_group)
+def test_cpu_all_reduce_is_counted(stats, tree, gloo_group, ForwardMode) -> None:
+    coord = coordinator(tree, gloo_group)
     x = torch.ones(4)
     with stats.forward_scope(ForwardMode.TARGET_VERIFY, False):
         assert coord.all_reduce(x) is x
@@ -336,14 +345,14 @@ def test_cpu_all_reduce_is_counted(stats, trees, gloo_group, ForwardMode) -> Non
     assert counts(stats) == {("target_verify", "eager", "in_place", "torch", "smaller"): 1}
 
 
-def test_in_place_and_out_of_place_dispatch_are_counted(stats, trees, gloo_group, ForwardMode) -> None:
-    coord = coordinator(trees, gloo_group)
+def test_in_place_and_out_of_place_dispatch_are_counted(stats, tree, gloo_group, ForwardMode) -> None:
+    coord = coordinator(tree, gloo_group)
     with stats.forward_scope(ForwardMode.DECODE, False):
         coord._all_reduce_in_place(torch.ones(1024))  # 4 KiB of fp32
         # "auto" with no accelerated communicator: a clone reduced in place.
         out = coord._all_reduce_out_place(torch.ones(4), "auto")
     assert torch.equal(out, torch.ones(4))
-    ca = coordinator(trees, gloo_group, ca_comm=FakeCustomAllReduce())
+    ca = coordinator(tree, gloo_group, ca_comm=FakeCustomAllReduce())
     with stats.forward_scope(ForwardMode.TARGET_VERIFY, False):
         method = ca._resolve_outplace_all_reduce_method(torch.ones(4))
         ca._all_reduce_out_place(torch.ones(4), method)
@@ -354,11 +363,11 @@ def test_in_place_and_out_of_place_dispatch_are_counted(stats, trees, gloo_group
     }
 
 
-def test_dispatch_records_nothing_when_disabled(trees, gloo_group, ForwardMode) -> None:
-    stats = TreeImporter.module(trees.patched, STATS)
+def test_dispatch_records_nothing_when_disabled(tree, gloo_group, ForwardMode) -> None:
+    stats = TreeImporter.module(tree, STATS)
     stats.configure(enabled=False)
     stats.reset()
-    coord = coordinator(trees, gloo_group)
+    coord = coordinator(tree, gloo_group)
     coord.all_reduce(torch.ones(4))
     coord._all_reduce_in_place(KIB40.clone())
     coord._all_reduce_out_place(KIB4.clone(), "auto")
@@ -386,8 +395,8 @@ def test_scheduler_snapshot_is_json_ready(stats, ForwardMode) -> None:
     }
 
 
-def test_mode_label_matches_forward_mode_methods(trees, ForwardMode) -> None:
-    stats = TreeImporter.module(trees.patched, STATS)
+def test_mode_label_matches_forward_mode_methods(tree, ForwardMode) -> None:
+    stats = TreeImporter.module(tree, STATS)
     labels = {m.name: stats.mode_label(m, False) for m in ForwardMode}
     assert labels["TARGET_VERIFY"] == "target_verify" and labels["DECODE"] == "decode"
     assert {v for k, v in labels.items() if k not in ("TARGET_VERIFY", "DECODE", "IDLE")} == {"extend"}

@@ -1,20 +1,30 @@
-"""The CUDA-graph flags of the patched SGLang 0.5.17 tree (patch 0001), on CPU.
+"""The CUDA-graph flags of the patched SGLang trees (patch 0001), on CPU.
 
-Each test runs the tree's own code: the flag modules and parallel_state are
-imported from it, EagerRunner.execute is executed from its source file. Tests
-marked ``pristine`` also run against unpatched 0.5.17, where they must fail
-(xfail strict): they show the behaviour the patch changes.
+Each test runs on the 0.5.17 series' tree and on the upstream port's (0.5.23),
+with the tree's own code: the flag modules and parallel_state are imported from
+it, EagerRunner.execute is executed from its source file. Tests over the
+``tree`` fixture also run against the unpatched releases, where they must fail
+(xfail strict): they show that the bug the patch fixes is there.
 """
 
 from __future__ import annotations
 
+import contextlib
+import sys
 import types
 from types import SimpleNamespace
 
 import pytest
 import torch
 
-from sglang_trees import TreeImporter, load_defs, source, trees  # noqa: F401 (trees: a module-scoped fixture)
+from sglang_trees import (  # noqa: F401 (trees: a module-scoped fixture)
+    PATCHED,
+    PATCHED_AND_PRISTINE,
+    TreeImporter,
+    load_defs,
+    source,
+    trees,
+)
 
 TC = "sglang.srt.model_executor.runner_backend_utils.tc_piecewise_cuda_graph.context_manager"
 BCG = "sglang.srt.model_executor.runner_backend_utils.breakable_cuda_graph.context"
@@ -22,13 +32,7 @@ PARALLEL_STATE = "sglang.srt.distributed.parallel_state"
 EAGER_RUNNER = "sglang.srt.model_executor.runner.eager_runner"
 FORWARD_BATCH_INFO = "sglang.srt.model_executor.forward_batch_info"
 LAYER_SETUP = "sglang.srt.model_executor.model_runner_components.layer_setup"
-
-# On pristine a test must fail on its assertions (or a pytest.raises that did
-# not raise), not on an error of the test itself.
-SHOWS_THE_BUG = pytest.mark.xfail(
-    strict=True, raises=(AssertionError, pytest.fail.Exception), reason="pristine 0.5.17 has the bug"
-)
-PATCHED_AND_PRISTINE = ["patched", pytest.param("pristine", marks=SHOWS_THE_BUG)]
+CUDA_GRAPH_SETUP = "sglang.srt.model_executor.model_runner_components.cuda_graph_setup"
 
 
 class Tree:
@@ -61,9 +65,9 @@ def tree(request, trees) -> Tree:
     return Tree(trees.get(request.param))
 
 
-@pytest.fixture
-def patched(trees) -> Tree:
-    return Tree(trees.patched)
+@pytest.fixture(params=PATCHED)
+def patched(request, trees) -> Tree:
+    return Tree(trees.get(request.param))
 
 
 # -- the flag scopes ---------------------------------------------------------
@@ -114,8 +118,13 @@ class RecordingRunner:
 
     def __init__(self, tree: Tree, fail: bool = False) -> None:
         self.tree, self.fail, self.seen = tree, fail, []
-        execute = load_defs(source(tree.path, EAGER_RUNNER), ["EagerRunner.execute"])["EagerRunner.execute"]
-        self.execute = types.MethodType(execute, self)
+        # 0.5.23's execute also reads these; their modules pull in model and kernel packages.
+        stand_ins = {"ForwardMode": tree.ForwardMode, "is_npu": lambda: False, "get_cp_strategy": lambda: None}
+        execute = load_defs(source(tree.path, EAGER_RUNNER), ["EagerRunner.execute"], extra=stand_ins)
+        self.execute = types.MethodType(execute["EagerRunner.execute"], self)
+
+    def model_context(self):
+        return contextlib.nullcontext()
 
     def _record(self, forward_batch, pp_proxy_tensors=None):
         self.seen.append((forward_batch.forward_mode.name, self.tree.flags()))
@@ -195,7 +204,7 @@ def coordinator(tree: Tree, ca=None, pynccl=True):
     """A GroupCoordinator with only the communicators the resolution reads."""
     group = object.__new__(tree.ps.GroupCoordinator)
     group.ca_comm = ca
-    group.qr_comm = group.pymscclpp_comm = group.torch_symm_mem_comm = None
+    group.qr_comm = group.pymscclpp_comm = group.torch_symm_mem_comm = group.pcie_ipc_comm = None
     group.pynccl_comm = object() if pynccl else None
     return group
 
@@ -242,20 +251,37 @@ def test_eager_forward_inside_graph_scope_is_in_place(patched: Tree) -> None:
 # -- the test switch on a model without a prefill graph (patch 0003) --------
 
 
-def test_forced_switch_collects_layers_of_a_model_without_prefill_graph(patched: Tree) -> None:
+def graph_setup_stub(tree: Tree) -> types.ModuleType | None:
+    """0.5.23's switch imports the layer indexing of cuda_graph_setup when it runs; that
+    module pulls in every graph runner, so a stand-in carries the tree's own two functions."""
+    path = source(tree.path, CUDA_GRAPH_SETUP)
+    if "def index_attention_layers_by_global_id" not in path.read_text():
+        return None
+    stub = types.ModuleType(CUDA_GRAPH_SETUP)
+    vars(stub).update(load_defs(path, ["index_attention_layers_by_global_id", "_align_pipeline_layers"]))
+    return stub
+
+
+def test_forced_switch_collects_layers_of_a_model_without_prefill_graph(
+    patched: Tree, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """MLA models run with the prefill graph off, so nothing collected the layer
     lists the forced verify's forward context needs; the switch collects them."""
-    layer_setup = load_defs(  # its own module imports msgspec, which the CPU suite does not need
+    layer_setup = load_defs(
         source(patched.path, LAYER_SETUP), ["AttentionAndMoeLayers", "compute_attention_and_moe_layers"]
     )
     collect = load_defs(source(patched.path, EAGER_RUNNER), ["collect_pcg_layers"], extra=layer_setup)[
         "collect_pcg_layers"
     ]
+    stub = graph_setup_stub(patched)
+    if stub is not None:
+        monkeypatch.setitem(sys.modules, CUDA_GRAPH_SETUP, stub)
 
-    def deepseek_layer(moe: bool) -> torch.nn.Module:
+    def deepseek_layer(layer_id: int, moe: bool) -> torch.nn.Module:
         layer = torch.nn.Module()
         layer.self_attn = torch.nn.Module()
         layer.self_attn.attn_mqa, layer.self_attn.attn_mha = torch.nn.Identity(), torch.nn.Identity()
+        layer.self_attn.attn_mqa.layer_id = layer.self_attn.attn_mha.layer_id = layer_id
         layer.mlp = torch.nn.Module()
         if moe:
             layer.mlp.experts = torch.nn.Identity()
@@ -263,8 +289,9 @@ def test_forced_switch_collects_layers_of_a_model_without_prefill_graph(patched:
 
     causal_lm = torch.nn.Module()
     causal_lm.model = torch.nn.Module()
-    causal_lm.model.layers = torch.nn.ModuleList([deepseek_layer(False), deepseek_layer(True)])
-    runner = SimpleNamespace(model=causal_lm)
+    causal_lm.model.layers = torch.nn.ModuleList([deepseek_layer(0, False), deepseek_layer(1, True)])
+    # 0.5.23 collects through ModelRunner.get_cuda_graph_layers, which is this function there.
+    runner = SimpleNamespace(model=causal_lm, get_cuda_graph_layers=layer_setup["compute_attention_and_moe_layers"])
     collect(runner)
     layers = causal_lm.model.layers
     assert runner.attention_layers == [layers[0].self_attn.attn_mqa, layers[1].self_attn.attn_mqa]
