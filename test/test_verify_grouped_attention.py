@@ -16,6 +16,7 @@ import json
 import os
 import subprocess
 import sys
+import types
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -183,10 +184,98 @@ def load_kernels(tree: Path) -> tuple:
     return verify["verify_grouped_attention_fwd"], extend["extend_attention_fwd"]
 
 
+BACKEND = "sglang.srt.layers.attention.triton_backend"
+
+
+class _NoSWAPool:
+    """Stands in for SWAKVPool: the fake pool below is not one."""
+
+
+class FakePool:
+    """The KV pool calls forward_extend makes: buffers by layer, set_kv_buffer at out_cache_loc."""
+
+    def __init__(self, key: torch.Tensor, value: torch.Tensor, mla: bool):
+        self.key, self.value, self.mla = key, value, mla
+
+    def get_key_buffer(self, layer_id: int) -> torch.Tensor:
+        return self.key
+
+    def get_value_buffer(self, layer_id: int) -> torch.Tensor:
+        return self.value
+
+    def set_kv_buffer(self, layer, loc, k, v, *scales, **kwargs) -> None:
+        self.key[loc] = k  # MLA: the latent+rope row; v is its first 512 columns
+        if not self.mla:
+            self.value[loc] = v
+
+
+def run_backend(tree: Path, fwd: dict, case: Case, x: dict, grouped: bool, **layer_overrides) -> dict:
+    """TritonAttnBackend.forward_extend (patched) on a target-verify batch; which kernel ran, and o."""
+    defs = load_defs(source(tree, BACKEND), ["logit_capping_mod", "TritonAttnBackend.forward_extend",
+                                              "TritonAttnBackend._set_kv_buffer"],
+                     {"KVWriteLoc": lambda loc, swa_loc, full_loc=None: loc, "SWAKVPool": _NoSWAPool,
+                      "AttentionType": types.SimpleNamespace(ENCODER_ONLY="encoder_only",
+                                                             DECODER_BIDIRECTIONAL="decoder_bidirectional"),
+                      "MAX_VERIFY_TOKENS": MAX_VERIFY_TOKENS})
+    calls: list[str] = []
+
+    def spy(name: str):
+        return lambda *a, **kw: (calls.append(name), fwd[name](*a, **kw))[1]
+
+    k, bs = case.k, len(case.prefix)
+    # The draft tokens' own slots: free slots past the prefixes, written by set_kv_buffer.
+    out_cache_loc = torch.arange(bs * k) + x["key"].shape[0]
+    pool_k = torch.cat([x["key"], torch.zeros(bs * k, *x["key"].shape[1:], dtype=x["key"].dtype)])
+    pool_v = pool_k[..., :x["lv"]] if case.mla else torch.cat([x["value"], torch.zeros_like(x["draft_v"])])
+    backend = types.SimpleNamespace(
+        token_to_kv_pool=FakePool(pool_k, pool_v, case.mla), _translate_kv_loc=None, dcp_size=1,
+        enable_deterministic=False, use_verify_splitkv=False, use_verify_grouped=grouped, use_mla=case.mla,
+        topk=2 if case.tree else 1, page_size=1, allow_bidirectional_attention_in_extend=False,
+        extend_attention_fwd=spy("extend"), verify_grouped_attention_fwd=spy("verify"), req_to_token_pool=None,
+        forward_metadata=types.SimpleNamespace(
+            kv_indptr=x["kv_indptr"], kv_indices=x["kv_indices"], qo_indptr=x["qo_indptr"],
+            custom_mask=x["custom_mask"], mask_indptr=x["mask_indptr"], max_extend_len=k,
+            # A window wider than any context: the sliding-window fallback must match the reference too.
+            window_kv_indptr=x["kv_indptr"], window_kv_indices=x["kv_indices"],
+            window_kv_offsets=torch.zeros(bs, dtype=torch.int32), swa_out_cache_loc=None,
+            out_cache_loc_full_physical=None))
+    backend._set_kv_buffer = types.MethodType(defs["TritonAttnBackend._set_kv_buffer"], backend)
+    layer = types.SimpleNamespace(
+        tp_q_head_num=case.heads, qk_head_dim=x["q"].shape[-1], v_head_dim=x["lv"], layer_id=0, k_scale=None,
+        v_scale=None, logit_capping_method="tanh", logit_cap=case.logit_cap, is_cross_attention=False,
+        attn_type="decoder", sliding_window_size=-1, scaling=x["sm_scale"], xai_temperature_len=-1)
+    for name, value in layer_overrides.items():
+        setattr(layer, name, value)
+    batch = types.SimpleNamespace(
+        out_cache_loc=out_cache_loc,
+        forward_mode=types.SimpleNamespace(is_target_verify=lambda: True))
+    o = defs["TritonAttnBackend.forward_extend"](
+        backend, x["q"].reshape(bs * k, -1), x["draft_k"], x["draft_v"], layer, batch)
+    return {"calls": calls, "out": o.view(bs * k, case.heads, x["lv"]).double()}
+
+
+DISPATCH = [  # case name, grouped on, layer overrides, the kernel that must run
+    ("mla-k4-p1", True, {}, "verify"),
+    ("gqa-k4-tree", True, {}, "verify"),
+    ("mla-k4-p1", False, {}, "extend"),
+    ("gqa-k2-p1", True, {"sliding_window_size": 4096}, "extend"),
+    ("gqa-k2-p1", True, {"k_scale": 1.0, "v_scale": 1.0, "k_scale_float": 1.0, "v_scale_float": 1.0}, "extend"),
+]
+
+
 def _child(tree: str) -> list[dict]:
     """In the TRITON_INTERPRET=1 process: every case, results as plain data."""
     verify, extend = load_kernels(Path(tree))
     results = []
+    by_name = {c.name: c for c in CASES}
+    for name, grouped, overrides, want in DISPATCH:
+        case = by_name[name]
+        if case.page != 1:  # the backend test runs page 1 (its fake pool is 3-D)
+            case = Case(**{**asdict(case), "page": 1})
+        x = make_inputs(case)
+        got = run_backend(Path(tree), {"verify": verify, "extend": extend}, case, x, grouped, **overrides)
+        results.append({"dispatch": name, "grouped": grouped, "overrides": sorted(overrides), "want": want,
+                        "calls": got["calls"], "rel_ref": max_rel(got["out"], reference(case, x))})
     for case in CASES:
         x = make_inputs(case)
         ref = reference(case, x)
@@ -206,7 +295,16 @@ def results(trees) -> dict[str, dict]:  # noqa: F811
     done = subprocess.run([sys.executable, __file__, str(trees.patched)], env=env, capture_output=True,
                           text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-4000:]
-    return {r["case"]["name"]: r for r in json.loads(done.stdout.splitlines()[-1])}
+    return {r["case"]["name"] if "case" in r else f"dispatch-{i}": r
+            for i, r in enumerate(json.loads(done.stdout.splitlines()[-1]))}
+
+
+@pytest.mark.parametrize("index", range(len(DISPATCH)))
+def test_triton_backend_dispatch(results: dict[str, dict], index: int):
+    """The patched forward_extend runs the new kernel for target verify, else extend, and the output is right."""
+    r = results[f"dispatch-{index}"]
+    assert r["calls"] == [r["want"]], r
+    assert r["rel_ref"] < 5e-3, r
 
 
 def test_cases_cover_the_brief():
