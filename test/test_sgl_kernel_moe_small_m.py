@@ -1,0 +1,160 @@
+"""sgl-kernel's own small-M W4A16 MoE (``fastpath_kernels.moe``) on CPU under ``TRITON_INTERPRET=1``.
+
+The kernels run in a child process started with ``TRITON_INTERPRET=1`` (Triton decides
+interpreted or compiled at its first import, which other tests do earlier). fp16 only (the
+interpreter's bf16 arithmetic is not trustworthy, moe-triton.md). Every ``torch.empty`` in the
+child returns NaN (floats) or a huge id (ints), so an output or workspace element the kernels
+forget to write shows up as NaN or a crash. Checked against ``moe_reference`` in float64.
+Shapes: E 4 and 8, top-2, gate/up N = 64 and 128, K = 128 and 256, odd M, one pair with expert
+-1 (off this rank) and one token whose experts are all off this rank.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+if str(Path(__file__).resolve().parents[1] / "sgl-kernel") not in sys.path:
+    sys.path.append(str(Path(__file__).resolve().parents[1] / "sgl-kernel"))
+
+from fastpath_kernels.moe.layout import (  # noqa: E402
+    W4Weights, dequantize, from_compressed_tensors, from_sglang_loaded, pack_int4, unpack_int4)
+
+TOP_K = 2
+# (name, E, I, hidden, M, config kwargs): BLOCK_K below, at and above the group; split-K on both
+# GEMMs; each way of running the down GEMM; grouped runs with an expert used by several tokens.
+CASES = [
+    ("pairs-token-bk64", 4, 32, 128, 3, dict(up=(16, 64, 1), down=(16, 32, 1))),
+    ("pairs-token-split", 4, 32, 128, 3, dict(up=(32, 32, 4), down=(32, 32, 1))),
+    ("pairs-token-downsplit", 8, 64, 256, 5, dict(up=(16, 128, 2), down=(16, 32, 2))),
+    ("pairs-expert", 8, 64, 256, 5, dict(up=(16, 256, 1), down=(64, 64, 1), down_by_token=False)),
+    ("grouped-expert", 4, 32, 128, 7, dict(up=(16, 64, 2), down=(32, 32, 1), grouped=True,
+                                           down_by_token=False)),
+    ("grouped-token", 4, 64, 256, 5, dict(up=(8, 32, 8), down=(16, 64, 1), grouped=True)),
+]
+
+
+def make_problem(e: int, inter: int, hidden: int, m: int, seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+
+    def weights(n: int, k: int) -> W4Weights:
+        q = torch.randint(0, 16, (e, n, k), generator=g)
+        return W4Weights(pack_int4(q), (torch.rand(e, n, k // 32, generator=g) / 16 + 1 / 64).half())
+
+    w13, w2 = weights(2 * inter, hidden), weights(hidden, inter)
+    x = torch.randn(m, hidden, generator=g).half()
+    ids = torch.stack([torch.randperm(e, generator=g)[:TOP_K] for _ in range(m)]).to(torch.int32)
+    ids[0, 1] = -1  # one pair off this rank
+    ids[m - 1] = -1  # a token with every expert off this rank: its output row must be 0
+    rw = torch.rand(m, TOP_K, generator=g)
+    return x, w13, w2, rw, ids
+
+
+def _poison_empty() -> None:
+    """Make every ``torch.empty`` in this process come back full of NaN / huge ints."""
+    real = torch.empty
+
+    def poisoned(*args, **kwargs):
+        t = real(*args, **kwargs)
+        return t.fill_(float("nan") if t.is_floating_point() else 2**30)
+
+    torch.empty = poisoned
+
+
+def _child() -> list[dict]:
+    """In the TRITON_INTERPRET=1 process: run every case, report errors as plain data."""
+    import triton
+
+    from fastpath_kernels.moe import w4a16_small_m as k
+    from fastpath_kernels.moe.reference import moe_reference
+
+    assert type(k._gate_up).__name__ == "InterpretedFunction", type(k._gate_up)
+    assert triton.__version__
+    _poison_empty()
+    results = []
+    for name, e, inter, hidden, m, kw in CASES:
+        x, w13, w2, rw, ids = make_problem(e, inter, hidden, m)
+        cfg = k.SmallMConfig(k.GemmTile(*kw["up"]), k.GemmTile(*kw["down"]), grouped=kw.get("grouped", False),
+                             down_by_token=kw.get("down_by_token", True))
+        out = k.fused_moe_w4a16(x, w13, w2, rw, ids, cfg).double()
+        ref = moe_reference(x, w13, w2, rw, ids)
+        results.append({
+            "name": name, "label": cfg.label(), "nan": bool(torch.isnan(out).any()),
+            "rel": ((out - ref).abs().max() / ref.abs().max()).item(),
+            "dtype": str(k.fused_moe_w4a16(x, w13, w2, rw, ids, cfg).dtype),
+            "off_rank_row_zero": bool((out[m - 1] == 0).all()),
+            "shared_experts": len(ids[ids >= 0].tolist()) - len(set(ids[ids >= 0].tolist())),
+        })
+    return results
+
+
+@pytest.fixture(scope="module")
+def results() -> dict[str, dict]:
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    done = subprocess.run([sys.executable, __file__], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-4000:]
+    return {r["name"]: r for r in json.loads(done.stdout.splitlines()[-1])}
+
+
+@pytest.mark.parametrize("name", [c[0] for c in CASES])
+def test_kernel_matches_float64_reference(results: dict[str, dict], name: str):
+    case = results[name]
+    assert not case["nan"], f"{case['label']}: NaN in the output (an unwritten element)"
+    assert case["rel"] < 5e-3, f"{case['label']}: max relative error {case['rel']}"
+    assert case["dtype"] == "torch.float16"
+    assert case["off_rank_row_zero"], f"{case['label']}: a token whose experts are all -1 got a nonzero row"
+
+
+def test_grouped_cases_share_experts_between_tokens(results: dict[str, dict]):
+    """A grouped run must really hold several pairs, or the grouped path is untested."""
+    assert results["grouped-expert"]["shared_experts"] >= 3 and results["grouped-token"]["shared_experts"] >= 2
+
+
+def test_pack_int4_is_the_compressed_tensors_order():
+    """Value 8j+i in bits 4i of word j, low nibble first; bit 31 wraps to a negative int32."""
+    q = torch.tensor([[1, 2, 3, 4, 5, 6, 7, 8, 15, 0, 0, 0, 0, 0, 0, 9]])
+    words = pack_int4(q)
+    assert words.dtype == torch.int32
+    assert words.tolist() == [[0x87654321 - 2**32, 0x9000000F - 2**32]]
+    assert torch.equal(unpack_int4(words), q.to(torch.uint8))
+    # the same bytes read as uint8 [.., K/2]: SGLang's Triton INT4 layout (even K in the low nibble)
+    as_bytes = words.view(torch.uint8)
+    assert torch.equal(as_bytes & 0xF, q[:, 0::2].to(torch.uint8)) and torch.equal(as_bytes >> 4, q[:, 1::2].to(torch.uint8))
+
+
+def test_conversions_into_the_layout():
+    g = torch.Generator().manual_seed(1)
+    q = torch.randint(0, 16, (3, 16, 64), generator=g)
+    packed, scale = pack_int4(q), torch.rand(3, 16, 2, generator=g)
+    ours = from_compressed_tensors(list(packed), list(scale), torch.float16)
+    assert ours.scale.dtype == torch.float16 and (ours.n, ours.k, ours.num_experts) == (16, 64, 3)
+    loaded = from_sglang_loaded(packed.transpose(1, 2).contiguous(), scale.transpose(1, 2).contiguous(), torch.float16)
+    assert torch.equal(loaded.packed, ours.packed) and torch.equal(loaded.scale, ours.scale)
+    w = dequantize(ours, 2)
+    assert w[5, 40].item() == pytest.approx((int(q[2, 5, 40]) - 8) * float(ours.scale[2, 5, 1]))
+    with pytest.raises(ValueError, match="scale must be"):
+        W4Weights(packed, scale[:, :, :1].contiguous())
+
+
+def test_config_checks_and_defaults_at_kimi_shapes():
+    pytest.importorskip("triton")
+    from fastpath_kernels.moe.w4a16_small_m import GemmTile, SmallMConfig, check_config, default_config
+
+    for tp in (2, 8):
+        inter = 2048 // tp
+        for m in (1, 2, 4, 8, 16, 32, 64):
+            check_config(default_config(m, 8, 7168, inter), 7168, inter)
+    with pytest.raises(ValueError, match="block_k"):
+        check_config(SmallMConfig(GemmTile(16, 48, 1, 4)), 7168, 256)
+    with pytest.raises(ValueError, match="split_k"):
+        check_config(SmallMConfig(GemmTile(16, 256, 1, 4), GemmTile(16, 256, 2, 4)), 7168, 256)
+
+
+if __name__ == "__main__":
+    print(json.dumps(_child()))
