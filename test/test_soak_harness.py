@@ -1,0 +1,177 @@
+"""The soak harness (benchmark/soak) against a stand-in server on loopback, healthy and misbehaving.
+
+The stand-in (test/soak_standin.py) speaks SGLang's HTTP API, rejects bad
+input with 400s, and can be told to fail the ways issue 14 saw the real
+server fail: 500s on type errors, KV tokens never given back after a cut
+stream, a process killed by an out-of-vocabulary id, greedy output that
+depends on the load. Each must turn into a failed soak.json; the healthy one
+must pass. Runs are short (about 2 s of load, a few dozen requests).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # the benchmark package
+    sys.path.append(str(ROOT))
+
+from benchmark.soak import __main__ as cli  # noqa: E402
+from benchmark.soak.bad_inputs import bad_inputs  # noqa: E402
+from benchmark.soak.http_client import Endpoint, NotLoopback  # noqa: E402
+from benchmark.soak.report import percentile  # noqa: E402
+from benchmark.soak.server import parse_metric, server_facts, without_speculation  # noqa: E402
+from benchmark.soak.soak import SoakConfig, run_soak  # noqa: E402
+
+STANDIN = Path(__file__).with_name("soak_standin.py")
+SMALL = SoakConfig(duration_s=2.0, clients=8, burst=40, parity_prompts=4, disconnects=4, aborts=2, max_prompt=64,
+                   max_output=32, request_timeout_s=20.0, drain_timeout_s=3.0)  # fmt: skip
+SMALL_ARGS = ["--duration-s", "2", "--clients", "8", "--burst", "40", "--parity-prompts", "4", "--disconnects", "4",
+              "--aborts", "2", "--max-prompt", "64", "--max-output", "32", "--request-timeout-s", "20",
+              "--drain-timeout-s", "3", "--start-timeout", "30"]  # fmt: skip
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_listening(port: int, proc: subprocess.Popen, timeout_s: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, "the stand-in exited while starting"
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise AssertionError("the stand-in did not start listening")
+
+
+def soak_standin(misbehave: str | None) -> dict:
+    """One small soak against a fresh stand-in server."""
+    port = free_port()
+    cmd = [sys.executable, str(STANDIN), "--port", str(port)] + (["--misbehave", misbehave] if misbehave else [])
+    proc = subprocess.Popen(cmd)
+    try:
+        wait_listening(port, proc)
+        ep = Endpoint.parse(f"http://127.0.0.1:{port}")
+        facts = asyncio.run(server_facts(ep, None, None))
+        return asyncio.run(run_soak(ep, facts, SMALL))
+    finally:
+        proc.kill()
+        proc.wait(10)
+
+
+@pytest.fixture(scope="module")
+def healthy() -> dict:
+    return soak_standin(None)
+
+
+def test_healthy_server_passes_every_check(healthy: dict) -> None:
+    assert healthy["failures"] == [] and healthy["passed"]
+    assert healthy["unexpected_errors"] == 0 and healthy["errors_by_class"] == {}
+    assert healthy["completed"] > SMALL.burst + 2 * SMALL.parity_prompts
+    assert healthy["leaked_tokens"] == 0 and healthy["parity_checked"] == SMALL.parity_prompts
+    assert healthy["parity_mismatches"] == 0
+    assert healthy["after_drain"]["health_status"] == 200 and healthy["after_drain"]["fresh_greedy_ok"]
+
+
+def test_healthy_run_measures_latency_and_throughput(healthy: dict) -> None:
+    for key in ("ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "itl_p99_ms", "tokens_per_s"):
+        assert healthy[key] is not None and healthy[key] > 0, key
+    assert healthy["ttft_p50_ms"] <= healthy["ttft_p99_ms"] and healthy["itl_p50_ms"] <= healthy["itl_p99_ms"]
+
+
+def test_every_bad_input_is_tried_and_rejected_with_its_reason(healthy: dict) -> None:
+    cases = bad_inputs(512, 256, "m")
+    assert healthy["bad_inputs_tried"] == len(cases) == len({c.name for c in cases})
+    must = sum(c.must_reject for c in cases)
+    assert healthy["bad_inputs_rejected_4xx"] >= must and healthy["bad_inputs_accepted_wrongly"] == []
+    assert healthy["bad_inputs_message_misses_problem"] == []
+    by_name = {b["name"]: b for b in healthy["bad_inputs"]}
+    assert by_name["generate_oov_input_id"]["verdict"] == "rejected_4xx"
+    assert "522" in by_name["generate_oov_input_id"]["message"]
+
+
+@pytest.mark.parametrize(
+    "misbehave, check",
+    [
+        ("error500", lambda r: r["unexpected_errors"] > 0 and "bad_input_unexpected" in r["errors_by_class"]),
+        ("leak", lambda r: r["leaked_tokens"] > 0 and any("KV tokens" in f for f in r["failures"])),
+        ("crash_on_oov", lambda r: r["unexpected_errors"] > 0 and r["after_drain"]["health_status"] != 200),
+        ("parity", lambda r: r["parity_mismatches"] > 0),
+    ],
+)
+def test_misbehaving_server_fails_the_soak(misbehave: str, check) -> None:
+    record = soak_standin(misbehave)
+    assert not record["passed"]
+    assert check(record), json.dumps({k: record[k] for k in ("failures", "errors_by_class", "leaked_tokens")})
+
+
+def launch_as_sglang(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, misbehave: str | None) -> None:
+    """Put a ``sglang.launch_server`` that runs the stand-in first on the PYTHONPATH of the servers started."""
+    pkg = tmp_path / "site" / "sglang"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "launch_server.py").write_text(f"import runpy, sys\nsys.argv[0] = {str(STANDIN)!r}\n"
+                                          f"runpy.run_path({str(STANDIN)!r}, run_name='__main__')\n")  # fmt: skip
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "site"))
+    if misbehave:
+        monkeypatch.setenv("STANDIN_MISBEHAVE", misbehave)
+
+
+def test_cli_launches_server_and_reference_and_writes_soak_json(tmp_path: Path, monkeypatch) -> None:
+    launch_as_sglang(tmp_path, monkeypatch, None)
+    launch = "--model-path /m/target --speculative-algorithm EAGLE3 --speculative-num-steps 3 --tp 1"
+    status = cli.main(["--launch", launch, "--reference", "--port", str(free_port()), "--out", str(tmp_path / "r"),
+                       *SMALL_ARGS])  # fmt: skip
+    record = json.loads((tmp_path / "r" / "soak.json").read_text())
+    assert status == 0, record["failures"]
+    assert "--speculative-algorithm EAGLE3" in record["server_command"]
+    assert "--enable-metrics" in record["server_command"] and "--host 127.0.0.1" in record["server_command"]
+    assert "speculative" not in record["reference"]["server_command"] and record["reference"]["passed"]
+    assert (tmp_path / "r" / "server.log").is_file() and (tmp_path / "r" / "server-reference.log").is_file()
+
+
+def test_cli_reports_dead_server_process(tmp_path: Path, monkeypatch) -> None:
+    launch_as_sglang(tmp_path, monkeypatch, "crash_on_oov")
+    status = cli.main(["--launch", "--tp 1", "--port", str(free_port()), "--out", str(tmp_path / "r"), *SMALL_ARGS])
+    record = json.loads((tmp_path / "r" / "soak.json").read_text())
+    assert status == 1 and record["after_drain"]["dead_processes"]
+    assert any("died" in f for f in record["failures"])
+
+
+def test_only_loopback_is_reachable() -> None:
+    for url in ("http://10.0.0.1:30000", "https://127.0.0.1:1", "http://example.com"):
+        with pytest.raises(NotLoopback):
+            Endpoint.parse(url)
+    assert Endpoint.parse("http://localhost:8000") == Endpoint("localhost", 8000)
+
+
+def test_without_speculation_drops_every_speculative_option() -> None:
+    args = ["--model-path", "m", "--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", "d",
+            "--speculative-num-steps=3", "--tp", "2", "--speculative-eagle-topk", "1", "--disable-cuda-graph"]  # fmt: skip
+    assert without_speculation(args) == ["--model-path", "m", "--tp", "2", "--disable-cuda-graph"]
+
+
+def test_parse_metric_takes_the_largest_label_set() -> None:
+    page = ("# HELP sglang:num_used_tokens x\nsglang:num_used_tokens{tp_rank=\"0\"} 24.0\n"
+            "sglang:num_used_tokens{tp_rank=\"1\"} 3.0\nsglang:num_used_tokens_total 99\n")  # fmt: skip
+    assert parse_metric(page) == 24.0 and parse_metric("other 1") is None
+
+
+def test_percentile_interpolates() -> None:
+    assert percentile([], 50) is None
+    assert percentile([1.0, 2.0, 3.0, 4.0], 50) == 2.5 and percentile([5.0], 99) == 5.0
+
