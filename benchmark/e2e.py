@@ -6,7 +6,10 @@ batch reuses another's prefix. The spec-on engine runs EAGLE3 with the job's dra
 under SGLANG_SIMULATE_ACC_LEN (acceptance forced to that length). For each batch size
 every request gets ``prompt_len`` random tokens and generates exactly ``output_len``
 (ignore_eos); tokens/s = generated tokens / wall time of the generate call, prefill
-included, after one warm-up call at the largest batch; with ``runs`` > 1 the call is
+included, after one warm-up call at the largest batch and one short call at each batch size
+just before it is timed (kernels specialised on a batch shape compile there, not inside the first
+timed run: on kimi16 the first bs-1 run took 1.9 s against 0.77 s for the second); with
+``runs`` > 1 the call is
 timed that many times in the same engine and the median is reported (every run's
 seconds kept in the record). ``acc_len`` 0 keeps the draft's real acceptance (an
 oracle pair accepts everything). With the fork's all-reduce
@@ -91,6 +94,7 @@ def run_engine(spec: dict[str, Any], sink: Sink, speculative: bool) -> None:
         _generate(engine, prompts, min(16, e["output_len"]))  # warm-up: graphs, allocator
         for bs in e["bs"]:
             try:
+                _generate(engine, prompts[:bs], min(16, e["output_len"]))  # warm-up at this batch shape
                 before = engine_probes.all_reduce_counts(engine)
                 runs = [_generate(engine, prompts[:bs], e["output_len"]) for _ in range(e.get("runs", 1))]
                 outputs = runs[-1][1]

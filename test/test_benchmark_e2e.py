@@ -116,3 +116,21 @@ def test_runs_time_the_call_several_times_and_report_the_median(tmp_path, models
         assert len(runs) == 3 and record["extra"]["seconds"] == round(sorted(runs)[1], 4)
     counts = {x["data"]["mode"]: x["data"]["rows"][0] for x in lines if x.get("what") == "all_reduce_counts"}
     assert counts["e2e_nospec"]["per_token"] == 17 and counts["e2e_nospec"]["count"] == 3 * 2 * 8 * 17
+
+
+def test_every_batch_size_is_warmed_up_at_its_own_shape_before_it_is_timed(tmp_path, models, monkeypatch):
+    calls: list[tuple[int, int]] = []
+    generate = FakeEngine.generate
+
+    def recording(self, input_ids, sampling_params):
+        calls.append((len(input_ids), sampling_params["max_new_tokens"]))
+        return generate(self, input_ids, sampling_params)
+
+    monkeypatch.setattr(FakeEngine, "generate", recording)
+    spec = {"models": str(models), "backend": "triton", "server_args": {},
+            "e2e": {"bs": [1, 4], "prompt_len": 4, "output_len": 64, "acc_len": 0, "steps": 3, "topk": 1,
+                    "draft_tokens": 4, "profile_steps": 0, "runs": 2}}
+    out = tmp_path / "job.jsonl"
+    assert e2e.run_job(spec, Sink(str(out)), str(out)) == 0
+    per_engine = [(4, 16), (1, 16), (1, 64), (1, 64), (4, 16), (4, 64), (4, 64)]
+    assert calls == per_engine * 2  # spec off, then on: a short call at each shape before its timed runs
