@@ -1,7 +1,7 @@
 """A stand-in for a SGLang server, for testing the soak harness on CPU (loopback only).
 
 Speaks the subset of SGLang's HTTP API the soak uses (/health, /v1/models,
-/get_model_info, /metrics, /generate, /v1/completions, /v1/chat/completions,
+/get_model_info, /metrics, /v1/loads, /generate, /v1/completions, /v1/chat/completions,
 /abort_request, /flush_cache), validates input the way the patched fork does
 (400 with a message naming the problem), and "generates" tokens that are a
 pure function of the prompt when greedy, one SSE event per token. It keeps
@@ -11,6 +11,7 @@ requests in flight.
 ``--misbehave`` makes it fail in one of the ways the soak must catch:
 ``error500`` (type errors in sampling params answered 500, as unpatched
 0.5.17), ``leak`` (a stream cut by its client never gives its tokens back),
+``stale_gauge`` (the /metrics gauge keeps its peak while /v1/loads is right),
 ``crash_on_oov`` (an out-of-vocabulary id kills the process, as the CUDA
 assert kills the scheduler), ``parity`` (greedy output depends on how many
 requests are in flight).
@@ -48,6 +49,7 @@ class State:
         self.misbehave = misbehave
         self.model_dir = model_dir
         self.used = 0
+        self.peak = 0
         self.leaked = 0
         self.in_flight = 0
         self.aborted: set[str] = set()
@@ -194,8 +196,11 @@ class Http:
         if path == "/get_model_info":
             return await self.reply(200, {"model_path": str(s.model_dir)})
         if path == "/metrics":
-            text = f'sglang:num_used_tokens{{model_name="{MODEL}"}} {float(s.used + s.leaked)}\n'
+            gauge = s.peak if s.misbehave == "stale_gauge" else s.used + s.leaked
+            text = f'sglang:num_used_tokens{{model_name="{MODEL}"}} {float(gauge)}\n'
             return await self.reply(200, text.encode(), "text/plain")
+        if path.startswith("/v1/loads"):
+            return await self.reply(200, {"loads": [{"dp_rank": 0, "num_used_tokens": s.used + s.leaked}]})
         if path == "/flush_cache":
             return await self.reply(200, b"Cache flushed.", "text/plain")
         if not headers.get("content-type", "").startswith("application/json"):
@@ -236,6 +241,7 @@ class Http:
                 await asyncio.sleep(0.002)
                 s.used += 1
                 held += 1
+                s.peak = max(s.peak, s.used)
                 if stream:
                     await self.event(self.chunk(path, out[: k + 1], out[k]))
             if stream:
@@ -294,7 +300,7 @@ async def serve(port: int, misbehave: str | None) -> None:
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--port", type=int, required=True)
-    p.add_argument("--misbehave", choices=["error500", "leak", "crash_on_oov", "parity"])
+    p.add_argument("--misbehave", choices=["error500", "leak", "stale_gauge", "crash_on_oov", "parity"])
     args, _ = p.parse_known_args(argv)  # the other launch_server arguments are ignored
     misbehave = args.misbehave or os.environ.get("STANDIN_MISBEHAVE") or None
     asyncio.run(serve(args.port, misbehave))

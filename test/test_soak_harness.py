@@ -82,7 +82,8 @@ def test_healthy_server_passes_every_check(healthy: dict) -> None:
     assert healthy["failures"] == [] and healthy["passed"]
     assert healthy["unexpected_errors"] == 0 and healthy["errors_by_class"] == {}
     assert healthy["completed"] > SMALL.burst + 2 * SMALL.parity_prompts
-    assert healthy["leaked_tokens"] == 0 and healthy["parity_checked"] == SMALL.parity_prompts
+    assert healthy["leaked_tokens"] == 0 and healthy["leaked_tokens_gauge"] == 0
+    assert healthy["parity_checked"] == SMALL.parity_prompts
     assert healthy["parity_mismatches"] == 0
     assert healthy["after_drain"]["health_status"] == 200 and healthy["after_drain"]["fresh_greedy_ok"]
 
@@ -109,6 +110,7 @@ def test_every_bad_input_is_tried_and_rejected_with_its_reason(healthy: dict) ->
     [
         ("error500", lambda r: r["unexpected_errors"] > 0 and "bad_input_unexpected" in r["errors_by_class"]),
         ("leak", lambda r: r["leaked_tokens"] > 0 and any("KV tokens" in f for f in r["failures"])),
+        ("stale_gauge", lambda r: r["leaked_tokens"] == 0 and any("stale gauge" in f for f in r["failures"])),
         ("crash_on_oov", lambda r: r["unexpected_errors"] > 0 and r["after_drain"]["health_status"] != 200),
         ("parity", lambda r: r["parity_mismatches"] > 0),
     ],
@@ -116,7 +118,8 @@ def test_every_bad_input_is_tried_and_rejected_with_its_reason(healthy: dict) ->
 def test_misbehaving_server_fails_the_soak(misbehave: str, check) -> None:
     record = soak_standin(misbehave)
     assert not record["passed"]
-    assert check(record), json.dumps({k: record[k] for k in ("failures", "errors_by_class", "leaked_tokens")})
+    assert check(record), json.dumps({k: record[k] for k in ("failures", "errors_by_class", "leaked_tokens",
+                                                               "leaked_tokens_gauge")})  # fmt: skip
 
 
 def launch_as_sglang(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, misbehave: str | None) -> None:

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from benchmark.soak.bad_inputs import BadInputResult
+from benchmark.soak.server import KvReading
 from benchmark.soak.workload import Outcome
 
 # Kinds of request whose every failure is unexpected (valid input, nothing done to them).
@@ -24,19 +25,25 @@ STRICT_KINDS = ("load", "parity", "burst", "disconnect", "fresh")
 SEVERE = ("hang", "connection", "stream_incomplete")
 # Log findings that fail a run (tracebacks are reported only: some are logged for handled client errors).
 FAILING_LOG_FINDINGS = ("memory_leak_warnings", "device_asserts")
+NO_READING = KvReading(None, None)
 
 
 @dataclass
 class AfterDrain:
     """The checks once the load has drained."""
 
+    kv_idle: KvReading = NO_READING
+    kv_after_drain: KvReading = NO_READING
+    kv_after_flush: KvReading = NO_READING
     health_status: int | None = None
     fresh_greedy_ok: bool = False
-    idle_tokens_before: float | None = None
-    tokens_after_drain: float | None = None
-    tokens_after_flush: float | None = None
     dead_processes: list[int] = field(default_factory=list)
     log_findings: dict[str, int] = field(default_factory=dict)
+
+
+def excess(now: float | None, idle: float | None) -> float | None:
+    """Tokens in use above the idle value (never negative); None when either reading is missing."""
+    return None if now is None or idle is None else max(0.0, now - idle)
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -76,12 +83,7 @@ def summarize(
     load = [o for o in outcomes if o.kind == "load" and o.error is None]
     ttft = [o.ttft_ms for o in load if o.ttft_ms is not None]
     itl = [gap for o in load for gap in o.itl_ms]
-    leaked = None
-    if after.idle_tokens_before is not None and after.tokens_after_drain is not None:
-        leaked = max(0.0, after.tokens_after_drain - after.idle_tokens_before)
-    leaked_after_flush = None
-    if after.idle_tokens_before is not None and after.tokens_after_flush is not None:
-        leaked_after_flush = max(0.0, after.tokens_after_flush - after.idle_tokens_before)
+    idle, drained, flushed = after.kv_idle, after.kv_after_drain, after.kv_after_flush
     mismatches = [p for p in parity if not p["equal"]]
     wrongly_accepted = [b.name for b in bad if b.must_reject and b.verdict == "accepted"]
     unnamed = [b.name for b in bad if b.verdict.startswith("rejected") and not b.names_problem]
@@ -95,8 +97,9 @@ def summarize(
         "bad_inputs_rejected_in_stream": sum(b.verdict == "rejected_in_stream" for b in bad),
         "bad_inputs_accepted_wrongly": wrongly_accepted,
         "bad_inputs_message_misses_problem": unnamed,
-        "leaked_tokens": leaked,
-        "leaked_tokens_after_flush": leaked_after_flush,
+        "leaked_tokens": excess(drained.value, idle.value),
+        "leaked_tokens_after_flush": excess(flushed.value, idle.value),
+        "leaked_tokens_gauge": excess(drained.gauge, idle.gauge),
         "parity_checked": len(parity),
         "parity_mismatches": len(mismatches),
         "ttft_p50_ms": _round(percentile(ttft, 50)),
@@ -125,9 +128,13 @@ def failures(record: dict[str, Any], after: AfterDrain) -> list[str]:
     if record["bad_inputs_message_misses_problem"]:
         out.append(f"rejections whose message does not name the problem: {record['bad_inputs_message_misses_problem']}")
     if record["leaked_tokens"] is None:
-        out.append("KV usage unknown (no sglang:num_used_tokens on /metrics: launch with --enable-metrics)")
+        out.append("KV usage unknown (neither /v1/loads nor sglang:num_used_tokens on /metrics answered)")
     elif record["leaked_tokens"] > 0:
-        out.append(f"{record['leaked_tokens']:.0f} KV tokens still used after the drain (idle: {after.idle_tokens_before})")
+        out.append(f"{record['leaked_tokens']:.0f} KV tokens still used after the drain (idle: {after.kv_idle.value}; "
+                   f"after /flush_cache: {record['leaked_tokens_after_flush']} above idle)")  # fmt: skip
+    if record["leaked_tokens_gauge"] and not record["leaked_tokens"]:
+        out.append(f"the sglang:num_used_tokens gauge still reads {record['leaked_tokens_gauge']:.0f} above idle "
+                   f"after the drain while /v1/loads is back at idle (a stale gauge)")  # fmt: skip
     if record["parity_mismatches"]:
         out.append(f"{record['parity_mismatches']} greedy outputs under load differ from the same prompt alone")
     if after.health_status != 200:

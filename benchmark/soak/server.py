@@ -6,7 +6,7 @@ whole process group at the end. It remembers the server's process tree once
 healthy, so the soak can tell afterwards whether a scheduler or detokenizer
 process died. ``server_facts`` reads what the soak needs to know about the
 model (name, vocab size, context length) from the server itself, and
-``used_tokens`` reads the KV pool usage from ``/metrics``.
+``kv_reading`` reads the KV pool usage (``/v1/loads`` and ``/metrics``).
 """
 
 from __future__ import annotations
@@ -154,12 +154,35 @@ def parse_metric(text: str, name: str = METRIC) -> float | None:
     return max(values) if values else None
 
 
-async def used_tokens(ep: Endpoint) -> float | None:
-    """KV tokens in use now, from /metrics (the server needs ``--enable-metrics``); None if unavailable."""
+@dataclass(frozen=True)
+class KvReading:
+    """KV tokens in use, two ways.
+
+    ``loads``: ``num_used_tokens`` of ``/v1/loads`` summed over DP ranks, computed by the
+    scheduler when asked. ``gauge``: ``sglang:num_used_tokens`` on ``/metrics``, the value
+    the scheduler last published (during a load at its prefill/decode log lines; when idle
+    only once the published running-request count is wrong or 30 s have passed).
+    """
+
+    loads: float | None
+    gauge: float | None
+
+    @property
+    def value(self) -> float | None:
+        return self.loads if self.loads is not None else self.gauge
+
+
+async def kv_reading(ep: Endpoint) -> KvReading:
+    loads = None
+    reply = await get(ep, "/v1/loads?include=core", timeout=10)
+    data = reply.json() if reply.status == 200 else None
+    if isinstance(data, dict) and isinstance(data.get("loads"), list):
+        values = [r.get("num_used_tokens") for r in data["loads"] if isinstance(r, dict)]
+        if values and all(isinstance(v, (int, float)) for v in values):
+            loads = float(sum(values))
     reply = await get(ep, "/metrics", timeout=10)
-    if reply.status != 200:
-        return None
-    return parse_metric(reply.body.decode("utf-8", "replace"))
+    gauge = parse_metric(reply.body.decode("utf-8", "replace")) if reply.status == 200 else None
+    return KvReading(loads, gauge)
 
 
 async def server_facts(ep: Endpoint, vocab_size: int | None, context_len: int | None) -> ServerFacts:

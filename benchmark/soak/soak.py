@@ -7,9 +7,12 @@ inside the load), cuts streams mid-way, aborts running requests through
 ``/abort_request``, sends every bad input once and fires one burst of
 ``burst`` requests at once. New requests stop at the deadline; the ones in
 flight finish (each has ``request_timeout_s``). Then: ``/health``, one fresh
-greedy request, the KV usage polled back to its idle value for up to
-``drain_timeout_s`` (then read once more after ``/flush_cache``), and, when
-the soak started the server, its process tree and log.
+greedy request, the KV usage (``/v1/loads`` and the ``/metrics`` gauge)
+polled back to its idle value for up to ``drain_timeout_s``, and if it is not
+back, polled again after ``/flush_cache`` (which frees the radix cache, locked
+nodes too: what it frees was held by the cache, what it does not was lost by
+the allocator); and, when the soak started the server, its process tree and
+log.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from typing import Any
 from benchmark.soak.bad_inputs import BadInputResult, bad_inputs, verdict
 from benchmark.soak.http_client import Endpoint, call, get, post_json
 from benchmark.soak.report import AfterDrain, summarize
-from benchmark.soak.server import LaunchedServer, ServerFacts, used_tokens
+from benchmark.soak.server import KvReading, LaunchedServer, ServerFacts, kv_reading
 from benchmark.soak.workload import LoadRequest, Outcome, judge, mixed_requests
 
 
@@ -122,22 +125,26 @@ class Soak:
         results, *_ = await asyncio.gather(under_load, *jobs)
         return list(results)
 
-    async def after_drain(self, idle: float | None, server: LaunchedServer | None) -> AfterDrain:
-        after = AfterDrain(idle_tokens_before=idle)
+    async def settle(self, idle: KvReading, timeout_s: float) -> KvReading:
+        """Poll the KV usage until both readings are back at their idle values, or ``timeout_s`` ran out."""
+        limit = time.monotonic() + timeout_s
+        while True:
+            now = await kv_reading(self.ep)
+            back = all(n is None or i is None or n <= i for n, i in ((now.loads, idle.loads), (now.gauge, idle.gauge)))
+            if back or time.monotonic() > limit:
+                return now
+            await asyncio.sleep(1.0)
+
+    async def after_drain(self, idle: KvReading, server: LaunchedServer | None) -> AfterDrain:
+        after = AfterDrain(kv_idle=idle)
         after.health_status = (await get(self.ep, "/health", timeout=30)).status
         fresh = await self.send(LoadRequest("generate", 16, 16, 0.0, False, seed=50_000), "fresh")
         after.fresh_greedy_ok = fresh.error is None and bool(fresh.output)
-        limit = time.monotonic() + self.config.drain_timeout_s
-        while True:
-            after.tokens_after_drain = await used_tokens(self.ep)
-            if after.tokens_after_drain is None or idle is None or after.tokens_after_drain <= idle:
-                break
-            if time.monotonic() > limit:
-                break
-            await asyncio.sleep(1.0)
-        await post_json(self.ep, "/flush_cache", {}, timeout=30)
-        await asyncio.sleep(1.0)
-        after.tokens_after_flush = await used_tokens(self.ep)
+        after.kv_after_drain = await self.settle(idle, self.config.drain_timeout_s)
+        after.kv_after_flush = after.kv_after_drain
+        if after.kv_after_drain != idle:  # what /flush_cache frees is the radix cache's (locked nodes too)
+            await post_json(self.ep, "/flush_cache", {}, timeout=30)
+            after.kv_after_flush = await self.settle(idle, self.config.drain_timeout_s)
         if server is not None:
             after.dead_processes = server.dead_processes()
             after.log_findings = server.log_findings()
@@ -148,7 +155,7 @@ async def run_soak(ep: Endpoint, facts: ServerFacts, config: SoakConfig,
                    server: LaunchedServer | None = None) -> dict[str, Any]:  # fmt: skip
     """One soak against the server at ``ep``; the soak.json record of it."""
     soak = Soak(ep, facts, config)
-    idle = await used_tokens(ep)
+    idle = await kv_reading(ep)
     parity = parity_requests(config)
     alone = [await soak.send(r, "parity") for r in parity]
     requests = itertools.cycle(mixed_requests(512, config.seed, min(config.max_prompt, facts.context_len // 4),
