@@ -1,9 +1,9 @@
 """``sglang-fastpath check``: does every series apply, cleanly, to its own pinned base?
 
 Each series (``series_sets``: the main one on 0.5.17, each backport and each upstream port on
-its release) is checked on a fresh pristine tree of its own sha256-pinned wheel: every patch
-with ``git apply --check`` (exact context, no fuzz), then committed with ``git am`` before the
-next one. Any failure, or a hunk that only applies at an offset, is an error naming the patch,
+its release) is checked on a fresh pristine tree of its own sha256-pinned wheel (just the files
+the series touches, which is all ``git apply`` reads): every patch with ``git apply --check``
+(exact context, no fuzz), then committed with ``git am`` before the next one. Any failure, or a hunk that only applies at an offset, is an error naming the patch,
 the file and the hunk; an upstream series must also carry its pull-request texts. ``check_bases``
 is the report-only view across releases: which patch of which series applies to which release.
 """
@@ -82,6 +82,17 @@ def _lint(series: Series) -> list[str]:
     return problems
 
 
+def touched_paths(series: Series) -> set[str]:
+    """Every upstream path a patch of ``series`` reads or writes: all a check needs unpacked."""
+    paths = set()
+    for patch in series.patches:
+        for line in patch.read_text(errors="replace").splitlines():
+            if line.startswith("diff --git a/"):
+                old, _, new = line[len("diff --git a/"):].partition(" b/")
+                paths |= {old, new}
+    return paths
+
+
 def apply_in(repo: Path, series: Series, strict: bool) -> list[PatchResult]:
     """Reset ``repo`` to its pristine tag, then try each patch in order; one that fails is skipped."""
     git.git(repo, "reset", "-q", "--hard", PRISTINE_TAG)
@@ -116,7 +127,7 @@ def check_set(series_set: SeriesSet, wheel: Path | None = None) -> CheckReport:
     lint = _lint(series) + (pull_request.lint(series_set) if series_set.kind == UPSTREAM else [])
     with tempfile.TemporaryDirectory() as tmp:
         repo = Path(tmp) / "sglang"
-        unpack_pristine(wheel, repo)
+        unpack_pristine(wheel, repo, only=touched_paths(series))
         results = apply_in(repo, series, strict=True)
     return CheckReport(wheel_version(wheel), series_set.label, results, lint)
 
@@ -165,10 +176,11 @@ def check_bases(versions: list[str], sets: list[SeriesSet] | None = None) -> Bas
     for s in sets:
         for name in read_series(s.directory).names:
             matrix.cells[(s.label, name)] = {}
+    paths = set().union(*(touched_paths(read_series(s.directory)) for s in sets))
     for version in versions:
         with tempfile.TemporaryDirectory() as tmp:
             repo = Path(tmp) / "sglang"
-            unpack_pristine(_release_wheel(version), repo)
+            unpack_pristine(_release_wheel(version), repo, only=paths)
             for s in sets:
                 for result in apply_in(repo, read_series(s.directory), strict=False):
                     matrix.cells[(s.label, result.name)][version] = result.state

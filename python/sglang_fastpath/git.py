@@ -51,9 +51,9 @@ def init(repo: Path) -> None:
     git(repo, "init", "-q", "-b", "main")
 
 
-def commit_all(repo: Path, message: str, date: str) -> str:
+def commit_all(repo: Path, message: str, date: str, allow_empty: bool = False) -> str:
     git(repo, "add", "-A")
-    git(repo, "commit", "-q", "--no-verify", "-m", message, date=date)
+    git(repo, "commit", "-q", "--no-verify", *(["--allow-empty"] if allow_empty else []), "-m", message, date=date)
     return git(repo, "rev-parse", "HEAD").stdout.strip()
 
 

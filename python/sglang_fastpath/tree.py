@@ -26,14 +26,20 @@ def is_source_member(name: str) -> bool:
     return name.startswith(PACKAGE_PREFIX) and not name.endswith("/") and not name.endswith(".so")
 
 
-def unpack_pristine(wheel: Path, dest: Path) -> str:
-    """Create ``dest`` as a git repo whose first commit (tag ``pristine``) is the wheel's source."""
+def unpack_pristine(wheel: Path, dest: Path, only: set[str] | None = None) -> str:
+    """Create ``dest`` as a git repo whose first commit (tag ``pristine``) is the wheel's source.
+
+    ``only``: just these upstream paths (those a series touches), for a check that needs no
+    other file: a few files instead of the whole package.
+    """
     if dest.exists():
         shutil.rmtree(dest)
     git.init(dest)
     with zipfile.ZipFile(wheel) as zf:
         for info in zf.infolist():
             if not is_source_member(info.filename):
+                continue
+            if only is not None and UPSTREAM_PREFIX + info.filename not in only:
                 continue
             target = dest / UPSTREAM_PREFIX / info.filename
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -45,7 +51,7 @@ def unpack_pristine(wheel: Path, dest: Path) -> str:
         f"sglang {version} (pristine)\n\n"
         f"Unpacked from {wheel.name}\nsha256 {sha256_of(wheel)}\n"
     )
-    head = git.commit_all(dest, message, git.PRISTINE_DATE)
+    head = git.commit_all(dest, message, git.PRISTINE_DATE, allow_empty=only is not None)
     git.git(dest, "tag", PRISTINE_TAG)
     return head
 
