@@ -15,9 +15,11 @@ from fastpath_fixtures import REPO, make_project
 from sglang_fastpath import git, pull_request
 from sglang_fastpath.check import check_bases, check_pinned, check_set, format_matrix
 from sglang_fastpath.errors import FastpathError
+from sglang_fastpath.export import export_series
 from sglang_fastpath.pins import BASE_VERSION, find_pin
 from sglang_fastpath.series import read_series, subject
 from sglang_fastpath.series_sets import find_set, series_sets, version_key
+from sglang_fastpath.source import make_source
 from sglang_fastpath.tree import PRISTINE_TAG
 
 UPSTREAM = find_set(None, REPO)
@@ -75,6 +77,16 @@ def test_a_broken_upstream_patch_is_named(project: Path) -> None:
     report = check_set(_set(UPSTREAM.label))
     problems = [p for r in report.results for p in r.problems]
     assert not report.ok and any(patch.name in p and "context_manager.py" in p for p in problems), problems
+
+
+def test_upstream_export_roundtrip_is_byte_identical(project: Path, tmp_path: Path) -> None:
+    """source --series upstream/vX then export --series upstream/vX rewrites nothing."""
+    folder = project / "patches" / "upstream" / f"v{UPSTREAM.version}"
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    tree = make_source(tmp_path / "up", series=UPSTREAM.label)
+    result = export_series(tree, find_set(UPSTREAM.label).directory)
+    assert result.changed == [] and result.removed == []
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
 
 
 def test_release_table_says_which_patch_applies_where(project: Path) -> None:

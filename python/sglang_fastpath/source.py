@@ -7,19 +7,20 @@ from pathlib import Path
 from sglang_fastpath import git
 from sglang_fastpath.errors import FastpathError
 from sglang_fastpath.fetch import fetch_pinned
-from sglang_fastpath.paths import patches_dir, source_tree
-from sglang_fastpath.pins import BASE_VERSION
+from sglang_fastpath.paths import source_tree
 from sglang_fastpath.series import read_series
+from sglang_fastpath.series_sets import find_set
 from sglang_fastpath.tree import build_tree
 
 
-def make_source(dest: Path | None = None, force: bool = False) -> Path:
-    """(Re)create the tree; refuses to discard uncommitted edits unless ``force``."""
+def make_source(dest: Path | None = None, force: bool = False, series: str = "series") -> Path:
+    """(Re)create the tree of ``series`` (``series``, ``upstream/v0.5.23``...) on its pinned release;
+    refuses to discard uncommitted edits unless ``force``."""
     dest = dest or source_tree()
     if (dest / ".git").is_dir() and git.is_dirty(dest) and not force:
         raise FastpathError(
             f"{dest} has uncommitted edits: commit and 'sglang-fastpath export' them, or pass --force to discard"
         )
-    wheel = fetch_pinned(BASE_VERSION)
-    build_tree(wheel, read_series(patches_dir()), dest)
+    series_set = find_set(series)
+    build_tree(fetch_pinned(series_set.version), read_series(series_set.directory), dest)
     return dest

@@ -4,6 +4,7 @@ import argparse
 from pathlib import Path
 
 from sglang_fastpath.export import export_series
+from sglang_fastpath.series_sets import find_set
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -15,11 +16,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         "tree is byte-identical.",
     )
     p.add_argument("--tree", type=Path, default=None, help="the source tree (default: build/sglang)")
+    p.add_argument("--series", default="series", help="the series folder to write: 'series' (patches/, "
+                   "default) or e.g. 'upstream/v0.5.23' (use the tree made by 'source --series' of the same name)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    result = export_series(args.tree)
+    result = export_series(args.tree, find_set(args.series).directory)
     print(f"{len(result.written)} patches in series; changed: {len(result.changed)}; removed: {len(result.removed)}")
     for name in result.changed:
         print(f"  wrote   {name}")

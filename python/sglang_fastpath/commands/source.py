@@ -16,10 +16,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--dest", type=Path, default=None, help="where to create the tree (default: build/sglang)")
     p.add_argument("--force", action="store_true", help="discard uncommitted edits in an existing tree")
+    p.add_argument("--series", default="series", help="which series and release: 'series' (the main one, "
+                   "default), 'backport/v0.5.9', 'upstream/v0.5.23'")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    dest = make_source(args.dest, args.force)
+    dest = make_source(args.dest, args.force, args.series)
     print(f"{dest}: pristine + series applied; edit, commit, then 'sglang-fastpath export'")
     return 0
