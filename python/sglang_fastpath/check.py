@@ -172,18 +172,16 @@ def check_bases(versions: list[str], sets: list[SeriesSet] | None = None) -> Bas
     """Apply every series to each release (patches in order; one that fails is skipped)."""
     sets = sets if sets is not None else [s for s in series_sets() if s.kind != BACKPORT]
     versions = sorted(dict.fromkeys(versions), key=version_key)
-    matrix = BaseMatrix(versions, {})
-    for s in sets:
-        for name in read_series(s.directory).names:
-            matrix.cells[(s.label, name)] = {}
-    paths = set().union(*(touched_paths(read_series(s.directory)) for s in sets))
+    series = {s.label: read_series(s.directory) for s in sets}  # read once: the folders may change meanwhile
+    matrix = BaseMatrix(versions, {(label, name): {} for label, ser in series.items() for name in ser.names})
+    paths = set().union(*(touched_paths(ser) for ser in series.values()))
     for version in versions:
         with tempfile.TemporaryDirectory() as tmp:
             repo = Path(tmp) / "sglang"
             unpack_pristine(_release_wheel(version), repo, only=paths)
-            for s in sets:
-                for result in apply_in(repo, read_series(s.directory), strict=False):
-                    matrix.cells[(s.label, result.name)][version] = result.state
+            for label, ser in series.items():
+                for result in apply_in(repo, ser, strict=False):
+                    matrix.cells[(label, result.name)][version] = result.state
     return matrix
 
 
@@ -195,3 +193,10 @@ def format_matrix(matrix: BaseMatrix) -> str:
         number = name.split("-", 1)[0]
         rows.append([label, number, *(states.get(v, "") for v in matrix.versions)])
     return "\n".join("| " + " | ".join(row) + " |" for row in rows)
+
+
+def missing_upstream_counterparts(upstream: SeriesSet) -> list[str]:
+    """Main-series patches with no patch of the same subject in ``upstream`` (not yet ported)."""
+    ported = {subject(p) for p in read_series(upstream.directory).patches}
+    main = next(s for s in series_sets() if s.kind == MAIN)
+    return [p.name for p in read_series(main.directory).patches if subject(p) not in ported]

@@ -3,8 +3,16 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from sglang_fastpath.check import check_bases, check_pinned, default_base_versions, format_matrix, format_report
+from sglang_fastpath.check import (
+    check_bases,
+    check_pinned,
+    default_base_versions,
+    format_matrix,
+    format_report,
+    missing_upstream_counterparts,
+)
 from sglang_fastpath.fetch import newest_release
+from sglang_fastpath.series_sets import upstream_sets
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -37,6 +45,11 @@ def run(args: argparse.Namespace) -> int:
     for report in reports:
         print(format_report(report))
     ok = all(r.ok for r in reports)
+    for upstream in upstream_sets():
+        missing = missing_upstream_counterparts(upstream)
+        if missing:
+            print(f"[not failing] {upstream.label} has no port yet of: {', '.join(n[:4] for n in missing)} "
+                  "(see docs/upstream.md)")
     if args.base is not None:
         matrix = check_bases(_base_versions(args.base))
         print("\n[report only] ok: applies with no fuzz; offset: applies at an offset; FAILS: does not apply\n")
