@@ -10,6 +10,13 @@ into a fresh venv of the image's Python 3.12 (3.11 and its lock where no 3.12 ex
 exactly as the Dockerfile's runtime stage runs it; ``--mode overlay`` over the pristine
 0.5.17 wheel, as on the lmsysorg base; and every server flag of the docs' ``docker run``
 examples parsed by SGLang 0.5.17's own argument parser.
+
+The image (``network``, a Docker engine; about N minutes, see docs/docker.md): ``docker/Dockerfile``
+built on a local Ubuntu 24.04 base made with debootstrap, its dependency lock installed from the
+wheels the install above downloaded (no second download), then checked in the container: the
+fork and its patches (``doctor``), SGLang's engine imports, ``launch_server --help``, a non-root
+user, the HEALTHCHECK, no build CA left behind; its size and the step's time are printed. Where no
+Docker daemon can start, these tests are skipped with the reason (test/docker_engine.py).
 """
 
 from __future__ import annotations
@@ -29,8 +36,10 @@ import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import unquote
 
 import pytest
+from docker_engine import Build, Engine, Unavailable, build_image, host_extra_cas, make_bases, start_engine
 from packaging.markers import default_environment
 from packaging.requirements import Requirement
 
@@ -39,6 +48,7 @@ from sglang_fastpath.fetch import fetch_pinned
 from sglang_fastpath.install import Mode, Target, check_mode, fatal_problems, find_wheelhouse, install
 from sglang_fastpath.lock import canonical_name, lock_path, read_lock
 from sglang_fastpath.pins import BASE_VERSION, fastpath_version, python_tags
+from sglang_fastpath.series import read_series
 from sglang_fastpath.wheel import record_hash
 
 REPO = Path(__file__).resolve().parents[1]
@@ -299,10 +309,10 @@ def _image_python() -> str:
     return sys.executable
 
 
-def _in_venv(venv: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+def _in_venv(venv: Path, *args: str, timeout: float = 900, **env_extra: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PATH"] = f"{venv / 'bin'}:{env['PATH']}"
-    return _run(list(args), timeout=timeout, env=env)
+    return _run(list(args), timeout=timeout, env={**env, **env_extra})
 
 
 @dataclass(frozen=True)
@@ -310,6 +320,7 @@ class ImageEnv:
     venv: Path
     wheelhouse: Path
     tag: str
+    dependency_wheels: Path  # the lock's wheels, downloaded once: the venv and the image install from here
 
 
 @pytest.fixture(scope="module")
@@ -323,11 +334,19 @@ def image_env(tmp_path_factory: pytest.TempPathFactory) -> ImageEnv:
                  env={**os.environ, "PYTHON": sys.executable})
     assert built.returncode == 0, built.stdout[-2000:] + built.stderr[-2000:]
     subprocess.run([python, "-m", "venv", str(root / "venv")], check=True)
-    # The Dockerfile: PATH starts with the venv, then `docker/install.sh --mode full /wheelhouse`.
-    proc = _in_venv(root / "venv", "bash", str(DOCKER / "install.sh"), "--mode", "full", str(root / "wheelhouse"))
+    # The one download of the lock per run: this venv and the image build both install from it.
+    deps = root / "dependency-wheels"
+    fetched = _in_venv(root / "venv", str(root / "venv" / "bin" / "python"), "-m", "pip", "download", "-q",
+                       "--disable-pip-version-check", "--no-deps", "--only-binary=:all:", "--require-hashes",
+                       "-r", str(lock_path(DOCKER / "lock", tag)), "-d", str(deps))
+    assert fetched.returncode == 0, fetched.stdout[-3000:] + fetched.stderr[-3000:]
+    # The Dockerfile: PATH starts with the venv, then `docker/install.sh --mode full /wheelhouse`, with pip's
+    # settings for a local wheelhouse (the image build passes the same two as build arguments).
+    proc = _in_venv(root / "venv", "bash", str(DOCKER / "install.sh"), "--mode", "full", str(root / "wheelhouse"),
+                    PIP_FIND_LINKS=str(deps), PIP_NO_INDEX="1")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    print(f"\nimage_env: {tag}, build-wheels + install --mode full took {time.monotonic() - started:.0f} s")
-    return ImageEnv(root / "venv", root / "wheelhouse", tag)
+    print(f"\nimage_env: {tag}, build-wheels + download + install --mode full took {time.monotonic() - started:.0f} s")
+    return ImageEnv(root / "venv", root / "wheelhouse", tag, deps)
 
 
 def _version(venv: Path) -> str:
@@ -383,3 +402,141 @@ def test_overlay_replaces_only_sglang(image_env: ImageEnv) -> None:
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert _version(venv) == FORK
     assert _in_venv(venv, python, "-m", "pip", "freeze").stdout == before
+
+
+# ---------------------------------------------------------------- the image, built and started (slow)
+
+APP_UID = "10001"
+HEALTHCHECK = ["CMD", "python3", "/opt/sglang-fastpath/healthcheck.py"]
+NOT_SERVED = ("not checked: serving a model. This CI machine has no GPU, and SGLang's server needs CUDA to "
+              "load one, so the container is never asked to serve; the README's docker run does that on a GPU host")
+
+
+@dataclass(frozen=True)
+class BuiltImage:
+    engine: Engine
+    build: Build
+    config: dict  # docker image inspect's Config
+
+
+def _say(request: pytest.FixtureRequest, lines: list[str]) -> None:
+    """Print to the test log even under -q and output capture."""
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None:
+        print(*lines, sep="\n", file=sys.__stderr__)
+        return
+    reporter.ensure_newline()
+    for line in lines:
+        reporter.write_line(line)
+
+
+@pytest.fixture(scope="module")
+def image(image_env: ImageEnv, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest):
+    """docker/Dockerfile built on the CI bases, its dependencies from ``image_env``'s one download."""
+    started = time.monotonic()
+    if image_env.tag != "cp312":
+        pytest.skip(f"the Docker image step is skipped: the install test ran {image_env.tag} (no Python 3.12 "
+                    "here), and the image needs the cp312 wheels; it would download them a second time")
+    scratch = tmp_path_factory.mktemp("docker-image")
+    try:
+        engine = start_engine(scratch / "engine")
+    except Unavailable as exc:
+        pytest.skip(f"the Docker image step is skipped: {exc}")
+    lines = [f"docker image step: {engine.describe()} in {time.monotonic() - started:.0f} s"]
+    try:
+        mark = time.monotonic()
+        make_bases(engine, scratch)
+        lines.append(f"docker image step: CI bases (debootstrap noble, docker import, Python 3.12) in "
+                     f"{time.monotonic() - mark:.0f} s")
+        build = build_image(engine, scratch, image_env.dependency_wheels)
+        inspect = json.loads(engine.docker("image", "inspect", build.image).stdout)[0]
+        lines.append(f"docker image step: built {build.image} in {build.seconds:.0f} s, size "
+                     f"{inspect['Size'] / 1e9:.2f} GB, {len(build.served_wheels)} dependency wheels from the install "
+                     f"test's download, CA bundle secret {'given' if build.ca_secret else 'not needed'}")
+        yield BuiltImage(engine, build, inspect["Config"])
+    finally:
+        lines.append(f"docker image step: {engine.stop()}")
+        lines.append(f"docker image step: {NOT_SERVED}")
+        lines.append(f"docker image step: took {time.monotonic() - started:.0f} s in all")
+        _say(request, lines)
+
+
+def _in_image(image: BuiltImage, *cmd: str, user: str | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """Run through the image's entrypoint (a command that is not a flag runs as given), without network."""
+    as_user = ["--user", user] if user else []
+    return image.engine.docker("run", "--rm", "--network", "none", *as_user, image.build.image, *cmd,
+                               timeout=timeout, check=False)
+
+
+@pytest.mark.network
+def test_image_doctor_reports_the_fork_and_its_patches(image: BuiltImage) -> None:
+    proc = _in_image(image, "python3", "-m", "sglang_fastpath", "doctor")
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
+    names = read_series(REPO / "patches").names
+    assert f"sglang {FORK}: fastpath on {BASE_VERSION}, {len(names)} patches applied" in proc.stdout, proc.stdout
+    assert all(f"  patch {name}" in proc.stdout.splitlines() for name in names), proc.stdout
+
+
+@pytest.mark.network
+def test_image_imports_sglangs_engine(image: BuiltImage) -> None:
+    proc = _in_image(image, "python3", "-c", "import sglang.srt.entrypoints.engine; print('engine imported')")
+    assert proc.returncode == 0 and "engine imported" in proc.stdout, proc.stderr[-3000:]
+
+
+@pytest.mark.network
+def test_image_launch_server_help_runs(image: BuiltImage) -> None:
+    proc = _in_image(image, "python3", "-m", "sglang.launch_server", "--help")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "--speculative-algorithm" in proc.stdout and "--model-path" in proc.stdout
+
+
+@pytest.mark.network
+def test_image_runs_as_its_non_root_user(image: BuiltImage) -> None:
+    assert image.config["User"] == "sglang"
+    proc = _in_image(image, "sh", "-c", 'id -u; test -w /models && test -w "$HOME/.cache" && echo writable')
+    assert proc.returncode == 0 and proc.stdout.split() == [APP_UID, "writable"], proc.stdout + proc.stderr
+
+
+@pytest.mark.network
+def test_image_declares_the_healthcheck(image: BuiltImage) -> None:
+    check = image.config["Healthcheck"]
+    assert check["Test"] == HEALTHCHECK
+    assert (check["Interval"], check["Timeout"], check["StartPeriod"], check["Retries"]) == (
+        30 * 10**9, 10 * 10**9, 30 * 60 * 10**9, 3)
+    # Nothing serves in CI: the probe itself runs in the image and reports the port as unhealthy.
+    proc = _in_image(image, *HEALTHCHECK[1:])
+    assert proc.returncode == 1 and "http://127.0.0.1:30000/health" in proc.stdout, proc.stdout + proc.stderr
+
+
+def _pem_marker(certificate: Path) -> str:
+    """One base64 line from the middle of a PEM certificate: specific to that certificate."""
+    body = [line for line in certificate.read_text().splitlines() if line and not line.startswith("-----")]
+    return body[len(body) // 2]
+
+
+@pytest.mark.network
+def test_image_keeps_no_build_ca(image: BuiltImage) -> None:
+    listed = _in_image(image, "sh", "-c", "ls -A /usr/local/share/ca-certificates; ls -A /run/secrets 2>/dev/null; true")
+    assert listed.returncode == 0 and listed.stdout.strip() == "", listed.stdout
+    markers = [_pem_marker(path) for path in host_extra_cas()]
+    if not markers:
+        return
+    # Everywhere a CA bundle lives or a build could leave one; in the venv, every .pem and .crt (certifi's too).
+    where = ["/etc", "/usr/local", "/usr/lib/ssl", "/usr/share/ca-certificates", "/home", "/root", "/tmp", "/run",
+             "/models"]
+    args = [arg for marker in markers for arg in ("-e", marker)]
+    script = 'grep -rlsF "$@" $(find /opt/sglang -name "*.pem" -o -name "*.crt"); echo "status $?"'
+    found = _in_image(image, "sh", "-c", script, "sh", *args, *where, user="0")  # root reads every file
+    assert found.stdout.strip().endswith("status 1"), f"the host's CA certificate is in the image: {found.stdout}"
+
+
+@pytest.mark.network
+def test_image_installed_the_install_tests_download(image: BuiltImage, image_env: ImageEnv) -> None:
+    downloaded = {p.name for p in image_env.dependency_wheels.glob("*.whl")}
+    lock = read_lock(lock_path(DOCKER / "lock", image_env.tag))
+    assert len(downloaded) == len(lock.pins)
+    assert {Path(unquote(path)).name for path in image.build.served_wheels} == downloaded
+    listed = _in_image(image, "python3", "-m", "pip", "list", "--format", "json", "--disable-pip-version-check")
+    installed = {canonical_name(d["name"]): d["version"] for d in json.loads(listed.stdout)}
+    assert {p.name: p.version for p in lock.pins}.items() <= installed.items()
+    assert set(installed) - {p.name for p in lock.pins} == {"sglang", "sglang-fastpath", "pip"}
