@@ -330,6 +330,42 @@ def test_gpu_bench_runs_the_kernel_the_patch_creates(trees):  # noqa: F811
     assert file_from_patch(patch, KERNEL_FILE) == (trees.patched / KERNEL_FILE).read_text()
 
 
+SM120_SHARED, SM90_SHARED = 101376, 232448  # opt-in shared memory per block (RTX PRO 6000, H200)
+
+
+def compiled_shared_memory(tree: Path, arch: int, k: int, max_shared: int) -> int:
+    """Shared memory of the MLA stage-1 kernel with its default tile, compiled for sm_<arch> on this CPU."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    defs = load_defs(source(tree, VERIFY), ["_scaled_scores", "_verify_grouped_stage1", "verify_grouped_tile"],
+                     {"_extract_kv_strides": None, "MAX_VERIFY_TOKENS": MAX_VERIFY_TOKENS})
+    kernel, tile = defs["_verify_grouped_stage1"], defs["verify_grouped_tile"](576, 512, k, 32, max_shared)
+    pointers = {"Q": "*bf16", "K_Extend": "*bf16", "V_Extend": "*bf16", "K_Buffer": "*bf16", "V_Buffer": "*bf16",
+                "kv_indptr": "*i32", "kv_indices": "*i64", "mask_ptr": "*u8", "mask_indptr": "*i64",
+                "Out": "*fp32", "Lse": "*fp32"}
+    constexprs = {"NUM_TOKENS": k, "TOKENS_PAD": tile["tokens_pad"], "BLOCK_H": tile["block_h"],
+                  "BLOCK_N": tile["block_n"], "BLOCK_T": 16, "BLOCK_DMODEL": 512, "BLOCK_DPE": 64, "BLOCK_DV": 512,
+                  "Lk": 576, "Lv": 512, "PAGE_SIZE": 1, "V_FROM_K": True, "USE_CUSTOM_MASK": True,
+                  "HAS_LOGIT_CAP": False, "DIRECT_OUT": False}
+    signature = {name: pointers.get(name) or ("constexpr" if name in constexprs else
+                                                "fp32" if name in ("sm_scale", "logit_cap") else "i32")
+                 for name in kernel.arg_names}
+    attrs = {(kernel.arg_names.index(p),): [["tt.divisibility", 16]] for p in pointers}
+    compiled = triton.compile(ASTSource(kernel, signature, constexprs=constexprs, attrs=attrs),
+                              target=GPUTarget("cuda", arch, 32),
+                              options={"num_warps": tile["num_warps"], "num_stages": tile["num_stages"]})
+    return compiled.metadata.shared
+
+
+@pytest.mark.parametrize("arch,k,limit", [(120, 4, SM120_SHARED), (120, 8, SM120_SHARED), (90, 4, SM90_SHARED)],
+                         ids=["sm120-k4", "sm120-k8", "sm90-k4"])
+def test_default_mla_tile_fits_shared_memory(trees, arch: int, k: int, limit: int):  # noqa: F811
+    """The H200 tile (64 rows) would need ~120 KB; sm_120 (the users' GPUs) has 99 KB and must get a smaller one."""
+    assert compiled_shared_memory(trees.patched, arch, k, limit) <= limit
+
+
 @pytest.mark.parametrize("name", [c.name for c in CASES])
 def test_matches_float64_reference(results: dict[str, dict], name: str):
     r = results[name]
