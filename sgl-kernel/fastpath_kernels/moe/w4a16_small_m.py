@@ -3,32 +3,32 @@
 For M·top_k up to about 64 (decode, EAGLE verify) a MoE layer is bound by reading the touched
 experts' weights once. This path does that with no ``moe_align`` padding and no tensor cores:
 
-1. ``_permute_x``: the activations ``x [M, K]`` to fp32 ``[M, 8, K/8]``, "nibble-major": row ``s``
-   holds ``x[8j + s]`` for every word ``j``, pre-multiplied by ``2**-off(s)`` (below). Every later
-   load of activations is then contiguous.
-2. ``_gate_up``: one program per (expert run, BLOCK_N rows of gate and of up, K split). A run is one
-   (token, expert) pair, or with ``grouped`` all pairs of one expert (pairs sorted by expert, the
-   first slot of each run does the work, the others exit), so that expert's weights stream once.
-   Writes the gate and up sums (fp32) to ``h [M·top_k, 2, 8, I/8]``, again nibble-major in the
-   intermediate index; split-K adds with fp32 atomics into a zeroed ``h``.
+1. ``_prepare``: the activations ``x [M, K]`` to fp32 ``[M, 8, K/8]``, "nibble-major": row ``s``
+   holds ``x[8j + s]`` for every word ``j``, pre-multiplied by ``2**-off(s)`` (below), so every
+   later activation load is contiguous. It also zeroes what later kernels add into atomically.
+2. ``_gate_up``: one program per (expert run, BLOCK_N rows of gate and of up, K split). A run is
+   one (token, expert) pair, or with ``grouped`` all pairs of one expert: the pairs are sorted by
+   expert, the first slot of a run does the work and the other slots exit, and the run's tokens
+   are done one after another, so the expert's tiles come from DRAM once (then L1/L2). Writes the
+   gate and up sums in fp32 to ``h [M·top_k, 2, 8, I/8]``, nibble-major in the intermediate index;
+   with split-K they are added with fp32 atomics.
 3. Down: SiLU(gate)·up is applied as ``h`` is loaded, times the routing weight.
    ``down_by_token``: one program per (token, BLOCK_N rows of the hidden size) loops over the
-   token's top-k experts and stores the sum in the output dtype (no atomics, no extra kernels).
-   Otherwise one program per expert run adds into a zeroed fp32 ``[M, hidden]`` with atomics,
-   then one cast.
-
-Expert ids of -1 (not on this rank) contribute zero.
+   token's top-k experts and stores the sum in the output dtype (no atomics, no extra kernel).
+   Otherwise one program per expert run adds into an fp32 ``[M, hidden]`` with atomics, then one
+   cast. Expert ids of -1 (not on this rank) contribute zero.
 
 Dequantisation: word ``w`` holds nibble ``s`` in bits ``4s``. ``(w & (15 << 4s)) | 0x4B000000``
 read as fp32 is ``2**23 + q·2**(4s)``, exact, so subtracting ``2**23 + 8·2**(4s)`` gives
-``(q - 8)·2**(4s)`` with one logic op (fused and/or) and one fp32 add: no integer-to-float
-conversion and, for s < 5, no shift. Nibbles 5-7 come from ``w >> 12`` (one shift per word) so
-the nibble stays inside the 23-bit mantissa. The ``2**(4s)`` is undone by the activations'
-pre-scaling (``off(s)`` = 0, 4, 8, 12, 16, 8, 12, 16). Per word (8 values, one group-32 scale)
-the kernel does 8 FMAs with the activations and one with the scale; sums over K are reduced once
-per program.
+``(q - 8)·2**(4s)`` with one logic op (and/or fuse into one LOP3) and one fp32 add: no
+integer-to-float conversion and, for s < 5, no shift. Nibbles 5-7 come from ``w >> 12`` (one
+shift per word) so they stay inside the 23-bit mantissa. The activations' pre-scaling by
+``2**-off(s)`` (off = 0, 4, 8, 12, 16, 8, 12, 16) undoes the ``2**(4s)``. Per word (8 values, one
+group-32 scale) that is 8 FMAs with the activations and one with the scale; the sums over K are
+reduced across lanes once per program.
 
 Weight layout: ``layout.W4Weights`` (compressed-tensors ``pack-quantized``, stacked over experts).
+Shapes are compile-time constants; M and the K split are not (one compile serves every M).
 """
 
 from __future__ import annotations
@@ -65,15 +65,34 @@ def _x_scale(S: tl.constexpr):
 
 
 @triton.jit
-def _permute_x(x_ptr, xp_ptr, K: tl.constexpr, BLOCK_W: tl.constexpr):
-    """``xp[t, s, j] = x[t, 8j + s] * 2**-off(s)`` in fp32."""
+def _zero_span(ptr, n, part, parts, BLOCK: tl.constexpr):
+    """Zero this program's ``part``-th of ``parts`` equal spans of ``ptr[0:n]`` (fp32)."""
+    span = tl.cdiv(n, parts)
+    lo = part * span
+    hi = tl.minimum(lo + span, n)
+    for start in range(lo, hi, BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        tl.store(ptr + offs, tl.zeros([BLOCK], dtype=tl.float32), mask=offs < hi)
+
+
+@triton.jit
+def _prepare(x_ptr, xp_ptr, h_ptr, o_ptr, K: tl.constexpr, H_ROW: tl.constexpr, ZERO_H: tl.constexpr,
+             ZERO_OUT: tl.constexpr, BLOCK_W: tl.constexpr):
+    """``xp[t, s, j] = x[t, 8j + s] * 2**-off(s)`` in fp32; zeroes token t's rows of the split-K
+    gate/up sums ``h`` and of the fp32 output when those are added to with atomics."""
     t = tl.program_id(0)
-    offs = tl.program_id(1) * BLOCK_W + tl.arange(0, BLOCK_W)
+    part = tl.program_id(1)
+    parts = tl.num_programs(1)
+    offs = part * BLOCK_W + tl.arange(0, BLOCK_W)
     kw = K // 8
     ok = offs < kw
     for s in tl.static_range(8):
         v = tl.load(x_ptr + t * K + offs * 8 + s, mask=ok, other=0.0).to(tl.float32)
         tl.store(xp_ptr + t * K + s * kw + offs, v * _x_scale(s), mask=ok)
+    if ZERO_H:
+        _zero_span(h_ptr + t * H_ROW, H_ROW, part, parts, 1024)
+    if ZERO_OUT:
+        _zero_span(o_ptr + t * K, K, part, parts, 1024)
 
 
 @triton.jit
@@ -321,26 +340,25 @@ def fused_moe_w4a16(x: torch.Tensor, w13: W4Weights, w2: W4Weights, topk_weights
     x = x.contiguous()
     ids = topk_ids.reshape(-1).contiguous()
     rw = topk_weights.reshape(-1).contiguous()
+    up, dn = cfg.gate_up, cfg.down
+    direct_out = cfg.down_by_token and dn.split_k == 1  # else fp32 atomics, then one cast
     xp = torch.empty(m, hidden, dtype=torch.float32, device=dev)
+    h = torch.empty(pairs, 2 * inter, dtype=torch.float32, device=dev)
+    out = torch.empty(m, hidden, dtype=x.dtype if direct_out else torch.float32, device=dev)
     block_w = 128
-    _permute_x[(m, triton.cdiv(hidden // PACK, block_w))](x, xp, K=hidden, BLOCK_W=block_w)
+    _prepare[(m, triton.cdiv(hidden // PACK, block_w))](
+        x, xp, h, out, K=hidden, H_ROW=top_k * 2 * inter, ZERO_H=up.split_k > 1, ZERO_OUT=not direct_out,
+        BLOCK_W=block_w)
     if cfg.grouped:
         ids_sorted, order = torch.sort(ids)
     else:
         ids_sorted, order = ids, ids
     run_max = triton.next_power_of_2(m) if cfg.grouped else 1  # a constexpr: keep it fixed when unused
-    up = cfg.gate_up
-    h = (torch.zeros if up.split_k > 1 else torch.empty)(pairs, 2 * inter, dtype=torch.float32, device=dev)
     _gate_up[(pairs, inter // up.block_n, up.split_k)](
         xp, w13.packed, w13.scale, h, ids_sorted, order, pairs, K=hidden, INTER=inter,
         TOP_K=top_k, GROUPED=cfg.grouped, RUN_MAX=run_max,
         BLOCK_N=up.block_n, BLOCK_K=up.block_k, split_k=up.split_k, ATOMIC=up.split_k > 1,
         num_warps=up.num_warps)
-    dn = cfg.down
-    if cfg.down_by_token and dn.split_k == 1:
-        out = torch.empty(m, hidden, dtype=x.dtype, device=dev)
-    else:
-        out = torch.zeros(m, hidden, dtype=torch.float32, device=dev)
     if cfg.down_by_token:
         _down_by_token[(m, hidden // dn.block_n, dn.split_k)](
             h, w2.packed, w2.scale, out, ids, rw, HIDDEN=hidden, INTER=inter,
