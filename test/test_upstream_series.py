@@ -156,6 +156,16 @@ def test_pr_branch_on_an_upstream_clone_starts_at_the_release_tag(project: Path,
     assert git.git(clone, "rev-list", "--count", f"{branch.base}..HEAD").stdout.strip() == "1"
 
 
+def test_pr_never_replaces_another_tree(project: Path, tmp_path: Path) -> None:
+    other = tmp_path / "someone-elses-tree"
+    other.mkdir()
+    (other / "work.py").write_text("edits\n")
+    series_set = _set(UPSTREAM.label)
+    with pytest.raises(FastpathError, match="is not a tree of"):
+        pull_request.write_branch(pull_request.load(series_set, "0001"), series_set, other)
+    assert (other / "work.py").read_text() == "edits\n"
+
+
 def test_pr_refuses_an_unknown_patch(project: Path) -> None:
     with pytest.raises(FastpathError, match="has no patch 0099"):
         pull_request.load(_set(UPSTREAM.label), "99")

@@ -138,6 +138,11 @@ def write_branch(pr: PullRequest, series_set: SeriesSet, dest: Path | None = Non
         repo, base, pushable = dest or default_tree(series_set), PRISTINE_TAG, False
         wheel = fetch_pinned(series_set.version)
         if not _pristine_matches(repo, wheel):
+            if repo.exists() and any(repo.iterdir()):
+                raise FastpathError(
+                    f"{repo} is not a tree of {wheel.name} (its 'pristine' tag differs): "
+                    "pick another --dest, or delete it to let pr create it"
+                )
             unpack_pristine(wheel, repo)
     if git.is_dirty(repo):
         raise FastpathError(f"{repo} has uncommitted edits: commit or discard them first")
