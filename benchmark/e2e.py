@@ -15,11 +15,17 @@ seconds kept in the record). ``acc_len`` 0 keeps the draft's real acceptance (an
 oracle pair accepts everything). With the fork's all-reduce
 telemetry on, each run's all-reduce counts per generated token are recorded; with
 ``profile_steps``, a torch-profiler trace per batch size is taken after the timed runs
-and summarized (``engine_probes``).
+and summarized (``engine_probes``). With real acceptance (``acc_len`` 0) the job also checks
+greedy parity: the spec-on engine's output token ids at each batch size must equal the
+spec-off engine's (an ``output_digest`` line per engine and bs, then a ``greedy_parity``
+line; a mismatch is an error of the job). Simulated acceptance changes the output by design,
+so it is not checked then.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import statistics
 import time
@@ -77,7 +83,31 @@ def _generate(engine: Any, prompts: list[list[int]], output_len: int) -> tuple[f
     return time.perf_counter() - start, outputs
 
 
-def run_engine(spec: dict[str, Any], sink: Sink, speculative: bool) -> None:
+class ParityMismatch(AssertionError):
+    """EAGLE-3 changed the greedy output of some batch size."""
+
+
+def output_digest(outputs: list[dict[str, Any]]) -> str:
+    """sha256 of every request's output token ids, in request order."""
+    ids = [list(map(int, o.get("output_ids") or [])) for o in outputs]
+    return hashlib.sha256(json.dumps(ids).encode()).hexdigest()
+
+
+def check_parity(digests: dict[bool, dict[int, str]], sink: Sink) -> int:
+    """Compare spec-on against spec-off digests per batch size; 1 if any differs."""
+    off, on = digests.get(False, {}), digests.get(True, {})
+    both = sorted(set(off) & set(on))
+    same = {bs: off[bs] == on[bs] for bs in both}
+    sink.info("greedy_parity", {"bs": both, "equal": [same[bs] for bs in both]})
+    bad = [bs for bs in both if not same[bs]]
+    if bad:
+        sink.error("greedy parity", ParityMismatch(f"EAGLE-3 changed the greedy output at bs {bad}"))
+        return 1
+    return 0
+
+
+def run_engine(spec: dict[str, Any], sink: Sink, speculative: bool) -> dict[int, str]:
+    """Time one engine over the job's batch sizes; the output digest of each batch size."""
     import sglang
 
     e = spec["e2e"]
@@ -90,6 +120,7 @@ def run_engine(spec: dict[str, Any], sink: Sink, speculative: bool) -> None:
     start = time.perf_counter()
     engine = sglang.Engine(**kwargs)
     startup_s = time.perf_counter() - start
+    digests: dict[int, str] = {}
     try:
         _generate(engine, prompts, min(16, e["output_len"]))  # warm-up: graphs, allocator
         for bs in e["bs"]:
@@ -98,6 +129,8 @@ def run_engine(spec: dict[str, Any], sink: Sink, speculative: bool) -> None:
                 before = engine_probes.all_reduce_counts(engine)
                 runs = [_generate(engine, prompts[:bs], e["output_len"]) for _ in range(e.get("runs", 1))]
                 outputs = runs[-1][1]
+                digests[bs] = output_digest(outputs)
+                sink.info("output_digest", {"mode": mode, "bs": bs, "sha256": digests[bs]})
                 tokens = sum(int(o["meta_info"]["completion_tokens"]) for o in outputs)
                 seconds = statistics.median(s for s, _ in runs)
                 extra = {"seconds": round(seconds, 4), "tokens": tokens, "startup_s": round(startup_s, 1),
@@ -127,6 +160,7 @@ def run_engine(spec: dict[str, Any], sink: Sink, speculative: bool) -> None:
                 sink.error(f"{mode} bs={bs} profile", exc)
     finally:
         engine.shutdown()
+    return digests
 
 
 def run_job(spec: dict[str, Any], sink: Sink, out: str) -> int:
@@ -134,13 +168,16 @@ def run_job(spec: dict[str, Any], sink: Sink, out: str) -> int:
         os.environ["SGLANG_SIMULATE_ACC_LEN"] = str(spec["e2e"]["acc_len"])
     spec = {**spec, "trace_dir": str(Path(out).with_suffix("")) + "-traces"}
     failed = 0
+    digests: dict[bool, dict[int, str]] = {}
     for speculative in (False, True):
         try:
-            run_engine(spec, sink, speculative)
+            digests[speculative] = run_engine(spec, sink, speculative)
         except Exception as exc:  # noqa: BLE001 - spec on still runs when spec off failed
             sink.error(f"{'e2e_spec' if speculative else 'e2e_nospec'} engine", exc)
             failed = 1
             from sglang.srt.utils import kill_process_tree
 
             kill_process_tree(os.getpid(), include_parent=False)  # what the failed engine left running
+    if spec["e2e"]["acc_len"] == 0 and len(digests) == 2:
+        failed |= check_parity(digests, sink)
     return failed

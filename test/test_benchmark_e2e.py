@@ -25,6 +25,7 @@ class FakeEngine:
     """Counts 17 all-reduces per generated token (decode) or 4 per token (verify), like the fork's telemetry."""
 
     started: list[dict] = []
+    spec_shift = 0
 
     def __init__(self, **kwargs: object) -> None:
         self.kwargs = kwargs
@@ -41,7 +42,9 @@ class FakeEngine:
                 json.dump({"traceEvents": [{"ph": "X", "cat": "kernel", "name": AR, "ts": 0, "dur": 12}]}, f)
             self.profile_dir = None
         meta = {"completion_tokens": n, **({"spec_accept_length": 4.0} if self.spec else {})}
-        return [{"meta_info": dict(meta)} for _ in input_ids]
+        shift = FakeEngine.spec_shift if self.spec else 0  # a non-zero shift: EAGLE-3 "changes" the output
+        return [{"meta_info": dict(meta), "output_ids": [(sum(ids) + j + shift) % 97 for j in range(n)]}
+                for ids in input_ids]
 
     def get_server_info(self) -> dict:
         mode = "target_verify" if self.spec else "decode"
@@ -134,3 +137,29 @@ def test_every_batch_size_is_warmed_up_at_its_own_shape_before_it_is_timed(tmp_p
     assert e2e.run_job(spec, Sink(str(out)), str(out)) == 0
     per_engine = [(4, 16), (1, 16), (1, 64), (1, 64), (4, 16), (4, 64), (4, 64)]
     assert calls == per_engine * 2  # spec off, then on: a short call at each shape before its timed runs
+
+
+@pytest.mark.parametrize("shift", [0, 1])
+def test_real_acceptance_checks_greedy_parity(tmp_path, models, monkeypatch, shift):
+    monkeypatch.setattr(FakeEngine, "spec_shift", shift)
+    spec = {"models": str(models), "backend": "triton", "server_args": {},
+            "e2e": {"bs": [1, 2], "prompt_len": 4, "output_len": 8, "acc_len": 0, "steps": 3, "topk": 1,
+                    "draft_tokens": 4, "profile_steps": 0}}
+    out = tmp_path / "job.jsonl"
+    assert e2e.run_job(spec, Sink(str(out)), str(out)) == shift
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    parity = [x["data"] for x in lines if x.get("what") == "greedy_parity"]
+    assert parity == [{"what": "greedy_parity", "bs": [1, 2], "equal": [not shift, not shift]}]
+    errors = [x for x in lines if x["type"] == "error"]
+    assert (errors[0]["error"] if errors else None) == \
+        ("ParityMismatch: EAGLE-3 changed the greedy output at bs [1, 2]" if shift else None)
+
+
+def test_simulated_acceptance_is_not_checked_for_parity(tmp_path, models, monkeypatch):
+    monkeypatch.setattr(FakeEngine, "spec_shift", 1)  # simulated acceptance changes outputs by design
+    spec = {"models": str(models), "backend": "triton", "server_args": {},
+            "e2e": {"bs": [1], "prompt_len": 4, "output_len": 8, "acc_len": 3.0, "steps": 3, "topk": 1,
+                    "draft_tokens": 4, "profile_steps": 0}}
+    out = tmp_path / "job.jsonl"
+    assert e2e.run_job(spec, Sink(str(out)), str(out)) == 0
+    assert "greedy_parity" not in out.read_text()
