@@ -13,7 +13,14 @@ import pytest
 from fastpath_fixtures import REPO, make_project
 
 from sglang_fastpath import git, pull_request
-from sglang_fastpath.check import check_bases, check_pinned, check_set, format_matrix
+from sglang_fastpath.check import (
+    check_bases,
+    check_pinned,
+    check_set,
+    format_matrix,
+    missing_upstream_counterparts,
+    slug,
+)
 from sglang_fastpath.errors import FastpathError
 from sglang_fastpath.export import export_series
 from sglang_fastpath.pins import BASE_VERSION, find_pin
@@ -102,6 +109,24 @@ def test_release_table_says_which_patch_applies_where(project: Path) -> None:
     table = format_matrix(matrix).splitlines()
     assert table[0] == f"| series | patch | {BASE_VERSION} | {UPSTREAM.version} |"
     assert f"| {UPSTREAM.label} | 0001 | FAILS | ok |" in table
+
+
+def test_every_main_patch_needs_a_port_or_a_reason(project: Path) -> None:
+    upstream = _set(UPSTREAM.label)
+    main = read_series(project / "patches").patches
+    ported = {slug(p.name) for p in read_series(upstream.directory).patches}
+    assert {slug(p.name) for p in main[:3]} <= ported, "0001-0003 are ported"
+    (project / "patches" / "9001-Extra-fix.patch").write_text("Subject: [PATCH] Extra fix\n\nbody\n")
+    with open(project / "patches" / "series", "a") as f:
+        f.write("9001-Extra-fix.patch\n")
+    unported = [p.name for p in read_series(project / "patches").patches if slug(p.name) not in ported]
+    assert missing_upstream_counterparts(upstream) == unported and "9001-Extra-fix.patch" in unported
+    lines = [f"{slug(n)} upstream does not need it: test" for n in unported if n != "9001-Extra-fix.patch"]
+    (upstream.directory / "not-ported").write_text("# slug reason\n" + "\n".join(lines) + "\nExtra-fix\n")
+    assert missing_upstream_counterparts(upstream) == ["9001-Extra-fix.patch"], "a slug without a reason counts as missing"
+    cli = subprocess.run([sys.executable, "-m", "sglang_fastpath", "check", "--strict-upstream"],
+                         capture_output=True, text=True)
+    assert cli.returncode == 1 and "9001" in cli.stdout and "check: FAILED" in cli.stdout
 
 
 # -- pull requests --------------------------------------------------------------

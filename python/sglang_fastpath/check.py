@@ -195,8 +195,34 @@ def format_matrix(matrix: BaseMatrix) -> str:
     return "\n".join("| " + " | ".join(row) + " |" for row in rows)
 
 
+NOT_PORTED_FILE = "not-ported"  # in an upstream folder: "<slug of a main-series patch> <why no port is needed>"
+
+
+def slug(patch_name: str) -> str:
+    """``0004-Reject-out-of-vocabulary.patch`` -> ``Reject-out-of-vocabulary`` (survives renumbering)."""
+    return patch_name.split("-", 1)[-1].removesuffix(".patch")
+
+
+def not_ported_reasons(upstream: SeriesSet) -> dict[str, str]:
+    """The main-series patches (by slug) that ``upstream`` states need no port, with the reason."""
+    path = upstream.directory / NOT_PORTED_FILE
+    reasons = {}
+    if path.is_file():
+        for raw in path.read_text().splitlines():
+            line = raw.split("#", 1)[0].strip()
+            if line:
+                key, _, reason = line.partition(" ")
+                reasons[key] = reason.strip()
+    return reasons
+
+
 def missing_upstream_counterparts(upstream: SeriesSet) -> list[str]:
-    """Main-series patches with no patch of the same subject in ``upstream`` (not yet ported)."""
-    ported = {subject(p) for p in read_series(upstream.directory).patches}
+    """Main-series patches with neither a port in ``upstream`` (same slug) nor a written reason."""
+    ported = {slug(p.name) for p in read_series(upstream.directory).patches}
+    reasons = not_ported_reasons(upstream)
     main = next(s for s in series_sets() if s.kind == MAIN)
-    return [p.name for p in read_series(main.directory).patches if subject(p) not in ported]
+    return [
+        p.name
+        for p in read_series(main.directory).patches
+        if slug(p.name) not in ported and not reasons.get(slug(p.name))
+    ]

@@ -31,6 +31,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "to which SGLang release: a markdown table, one column per release. Without VERSIONs: every "
                    "release on the package index from the main series' base on; 'latest': the newest only. "
                    "Patches are tried in series order; one that fails is skipped")
+    p.add_argument("--strict-upstream", action="store_true",
+                   help="also fail when a patch of the main series has neither a port in each upstream series "
+                   "(same name after the number) nor a line in its not-ported file saying why none is needed")
     p.set_defaults(func=run)
 
 
@@ -48,8 +51,10 @@ def run(args: argparse.Namespace) -> int:
     for upstream in upstream_sets():
         missing = missing_upstream_counterparts(upstream)
         if missing:
-            print(f"[not failing] {upstream.label} has no port yet of: {', '.join(n[:4] for n in missing)} "
-                  "(see docs/upstream.md)")
+            state = "FAILS" if args.strict_upstream else "[not failing]"
+            print(f"{state} {upstream.label} has no port of, and no written reason (not-ported) for: "
+                  f"{', '.join(n[:4] for n in missing)} (see docs/upstream.md)")
+            ok = ok and not args.strict_upstream
     if args.base is not None:
         matrix = check_bases(_base_versions(args.base))
         print("\n[report only] ok: applies with no fuzz; offset: applies at an offset; FAILS: does not apply\n")
