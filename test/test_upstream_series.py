@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 from fastpath_fixtures import REPO, make_project
 
-from sglang_fastpath import git, pull_request
+from sglang_fastpath import fetch, git, pull_request
 from sglang_fastpath.check import (
     check_bases,
     check_pinned,
     check_set,
+    default_base_versions,
     format_matrix,
     missing_upstream_counterparts,
     slug,
@@ -53,6 +54,17 @@ def test_every_series_has_a_pinned_release(project: Path) -> None:
         assert find_pin(s.version) is not None, f"{s.label}: no pin for sglang {s.version}"
     assert find_set(None).label == UPSTREAM.label, "the default upstream series is the newest"
     assert version_key("0.5.15.post1") > version_key("0.5.15") and version_key("0.5.23") > version_key("0.5.9")
+
+
+def test_release_list_comes_from_pip_index_newest_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    out = "sglang (0.5.23)\nAvailable versions: 0.5.23, 0.5.22, 0.5.15.post1, 0.5.15, 0.5.9\n"
+    monkeypatch.setattr(fetch.subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 0, out, ""))
+    assert fetch.released_versions() == ["0.5.23", "0.5.22", "0.5.15.post1", "0.5.15", "0.5.9"]
+    assert fetch.newest_release() == "0.5.23"
+    assert default_base_versions() == ["0.5.23", "0.5.22"], "from the main series' base (0.5.17) on"
+    monkeypatch.setattr(fetch.subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 1, "", "no net"))
+    with pytest.raises(FastpathError, match="pip index versions"):
+        fetch.released_versions()
 
 
 def test_every_series_applies_to_its_own_pin_with_no_fuzz() -> None:
