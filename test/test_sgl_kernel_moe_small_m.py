@@ -23,20 +23,26 @@ import torch
 if str(Path(__file__).resolve().parents[1] / "sgl-kernel") not in sys.path:
     sys.path.append(str(Path(__file__).resolve().parents[1] / "sgl-kernel"))
 
-from fastpath_kernels.moe.layout import (  # noqa: E402
-    W4Weights, dequantize, from_compressed_tensors, from_sglang_loaded, pack_int4, unpack_int4)
+from fastpath_kernels.moe.layout import (
+    W4Weights,
+    dequantize,
+    from_compressed_tensors,
+    from_sglang_loaded,
+    pack_int4,
+    unpack_int4,
+)
 
 TOP_K = 2
 # (name, E, I, hidden, M, config kwargs): BLOCK_K below, at and above the group; split-K on both
 # GEMMs; each way of running the down GEMM; grouped runs with an expert used by several tokens.
 CASES = [
-    ("pairs-token-bk64", 4, 32, 128, 3, dict(up=(16, 64, 1), down=(16, 32, 1))),
-    ("pairs-token-split", 4, 32, 128, 3, dict(up=(32, 32, 4), down=(32, 32, 1))),
-    ("pairs-token-downsplit", 8, 64, 256, 5, dict(up=(16, 128, 2), down=(16, 32, 2))),
-    ("pairs-expert", 8, 64, 256, 5, dict(up=(16, 256, 1), down=(64, 64, 1), down_by_token=False)),
-    ("grouped-expert", 4, 32, 128, 7, dict(up=(16, 64, 2), down=(32, 32, 1), grouped=True,
-                                           down_by_token=False)),
-    ("grouped-token", 4, 64, 256, 5, dict(up=(8, 32, 8), down=(16, 64, 1), grouped=True)),
+    ("pairs-token-bk64", 4, 32, 128, 3, {"up": (16, 64, 1), "down": (16, 32, 1)}),
+    ("pairs-token-split", 4, 32, 128, 3, {"up": (32, 32, 4), "down": (32, 32, 1)}),
+    ("pairs-token-downsplit", 8, 64, 256, 5, {"up": (16, 128, 2), "down": (16, 32, 2)}),
+    ("pairs-expert", 8, 64, 256, 5, {"up": (16, 256, 1), "down": (64, 64, 1), "down_by_token": False}),
+    ("grouped-expert", 4, 32, 128, 7, {"up": (16, 64, 2), "down": (32, 32, 1), "grouped": True,
+                                           "down_by_token": False}),
+    ("grouped-token", 4, 64, 256, 5, {"up": (8, 32, 8), "down": (16, 64, 1), "grouped": True}),
 ]
 
 
@@ -70,7 +76,6 @@ def _poison_empty() -> None:
 def _child() -> list[dict]:
     """In the TRITON_INTERPRET=1 process: run every case, report errors as plain data."""
     import triton
-
     from fastpath_kernels.moe import w4a16_small_m as k
     from fastpath_kernels.moe.reference import moe_reference
 
@@ -97,7 +102,8 @@ def _child() -> list[dict]:
 @pytest.fixture(scope="module")
 def results() -> dict[str, dict]:
     env = {**os.environ, "TRITON_INTERPRET": "1"}
-    done = subprocess.run([sys.executable, __file__], env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run([sys.executable, __file__], env=env, capture_output=True, text=True,
+                          timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-4000:]
     return {r["name"]: r for r in json.loads(done.stdout.splitlines()[-1])}
 

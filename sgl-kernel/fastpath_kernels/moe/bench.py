@@ -7,9 +7,10 @@ For each TP shape (hidden 7168, I = 2048/TP, 384 experts, top-8, INT4 group 32, 
    default down, then the down tile and mode with the best gate/up; grouped vs not at larger M),
    each timed as one MoE layer under a CUDA graph;
 2. checks the winner against a float64 torch dequant reference (max rel err <= 1e-2);
-3. times the variants ``fastpath`` (the winner) and ``triton-default`` (SGLang 0.5.17's
-   ``fused_experts_impl`` with ``use_int4_w4a16``: ``fused_moe_kernel_gptq_awq`` with its default
-   config, when SGLang imports). ``marlin`` is not run here (module README).
+3. then times SGLang 0.5.17's own paths on the same weights and routings (``sglang_baselines``):
+   ``triton-default`` (``fused_moe_kernel_gptq_awq``, default config) and ``marlin``
+   (``fused_marlin_moe``), each only once a child process has built its JIT kernels (a thread
+   starts those builds at the beginning, so they overlap the tuning).
 
 Timing: one CUDA graph holds ``--routings`` layer calls, each with its own routing (M tokens,
 8 distinct experts of 384 per token, uniform), so a call rarely finds its experts in L2; the
@@ -28,9 +29,9 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Callable
 
 import torch
 
@@ -157,29 +158,29 @@ class Bench:
         self.tuning: list[dict] = []
         self.device = "cuda" if torch.cuda.is_available() else "cpu"
         self.gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu (dry run)"
-        self.sgl_triton = None
-        self.sgl_ready = threading.Event()
+        self.ready = {"triton-default": threading.Event(), "marlin": threading.Event()}
+        self.warm_done = threading.Event()
 
-    # SGLang's Triton INT4 path: imported in a thread (Python only) while a child process builds
-    # its JIT moe_align module (nvcc) into the tvm-ffi cache; both finish before its first call.
-    def load_sglang(self) -> None:
-        try:
-            import subprocess
+    def warm_baselines(self) -> None:
+        """In a thread: build each SGLang baseline's JIT kernels in a child process (nvcc), one
+        after the other, and mark it ready when that worked; the timing thread carries on."""
+        import subprocess
 
-            build = subprocess.Popen([sys.executable, "-c", (
-                "import torch; from sglang.kernels.ops.moe.moe_align import _jit_moe_align_module; "
-                "_jit_moe_align_module(torch.int32); print('moe_align JIT ready')")],
-                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-            from sglang.srt.layers.moe.moe_runner.triton_utils.fused_moe import fused_experts_impl
-
-            log, _ = build.communicate(timeout=max(1.0, self.deadline.left()))
-            if build.returncode != 0:
-                raise RuntimeError(f"moe_align JIT build failed: {log[-400:]}")
-            self.sgl_triton = fused_experts_impl
-        except Exception as exc:  # noqa: BLE001 (reported, the variant is then skipped)
-            self.errors.append(f"triton-default: SGLang import/JIT failed: {exc!r}"[:600])
-        finally:
-            self.sgl_ready.set()
+        for name in [v for v in ("triton-default", "marlin") if v in self.args.variants]:
+            which = "triton" if name == "triton-default" else "marlin"
+            t0 = time.monotonic()
+            try:
+                done = subprocess.run([sys.executable, "-m", "fastpath_kernels.moe.sglang_baselines", "warm", which],
+                                      capture_output=True, text=True, check=False,
+                                      timeout=max(1.0, self.deadline.left() - self.args.reserve_s))
+                if done.returncode == 0:
+                    self.ready[name].set()
+                    self.notes.append(f"{name}: JIT warm-up took {time.monotonic() - t0:.0f} s")
+                else:
+                    self.errors.append(f"{name}: warm-up failed: {(done.stdout + done.stderr)[-800:]}")
+            except subprocess.TimeoutExpired:
+                self.errors.append(f"{name}: warm-up still running at the deadline ({time.monotonic() - t0:.0f} s)")
+        self.warm_done.set()
 
     def layer_calls(self, cfg: SmallMConfig, x: torch.Tensor, routings, w13, w2) -> list[Callable[[], object]]:
         return [lambda rw=rw, ids=ids: fused_moe_w4a16(x, w13, w2, rw, ids, cfg) for rw, ids in routings]
@@ -239,63 +240,79 @@ class Bench:
             "routings": self.args.routings, "reps": self.args.reps, "gpu": self.gpu, **extra,
         })
 
-    def run_tp(self, tp: int) -> None:
-        w13, w2 = make_weights(tp, self.device)
-        g = torch.Generator(self.device).manual_seed(1234 + tp)
+    def run(self) -> None:
+        """fastpath at every (M, TP), M-major so both shapes get each M before the deadline; then
+        triton-default at every (M, TP) (SGLang has been loading meanwhile)."""
+        weights = {tp: make_weights(tp, self.device) for tp in self.args.tp}
+        g = torch.Generator(self.device).manual_seed(1234)
         x_all = torch.randn(max(self.args.m), HIDDEN, generator=g, device=self.device).to(DTYPE)
         inputs = {}
         for m in self.args.m:
-            if self.deadline.left() < self.args.reserve_s:
-                self.notes.append(f"tp{tp} M={m}: fastpath skipped, deadline")
-                continue
-            x = x_all[:m].contiguous()
-            routings = [draw_routing(m, g, self.device) for _ in range(self.args.routings)]
-            floor = statistics.mean(floor_bytes(ids, w13, w2) for _, ids in routings)
-            inputs[m] = (x, routings, floor)
-            cfg = self.tune(tp, m, x, routings, w13, w2)
-            if cfg is None:
-                continue
-            rel = self.check(tp, m, cfg, x, routings[0], w13, w2)
-            us = min(t["latency_us"] for t in self.tuning if t["tp"] == tp and t["M"] == m)
-            self.record(tp, m, "fastpath", us, floor, config=cfg.label(), config_json=asdict(cfg), max_rel_err=rel)
-            self.write()
-        if "triton-default" in self.args.variants:
-            self.sgl_ready.wait(timeout=max(0.0, self.deadline.left() - self.args.reserve_s))
-            for m, (x, routings, floor) in inputs.items():
-                if self.sgl_triton is None or self.deadline.left() < self.args.reserve_s / 2:
-                    self.notes.append(f"tp{tp} M={m}: triton-default skipped ({'deadline' if self.sgl_triton else 'SGLang not loaded'})")
+            for tp in self.args.tp:
+                if self.deadline.left() < self.args.reserve_s:
+                    self.notes.append(f"tp{tp} M={m}: fastpath skipped, deadline")
                     continue
-                self.run_sglang_triton(tp, m, x, routings, w13, w2, floor)
-        del w13, w2
-        if torch.cuda.is_available():
+                w13, w2 = weights[tp]
+                x = x_all[:m].contiguous()
+                routings = [draw_routing(m, g, self.device) for _ in range(self.args.routings)]
+                floor = statistics.mean(floor_bytes(ids, w13, w2) for _, ids in routings)
+                inputs[tp, m] = (x, routings, floor)
+                cfg = self.tune(tp, m, x, routings, w13, w2)
+                if cfg is None:
+                    continue
+                rel = self.check(tp, m, cfg, x, routings[0], w13, w2)
+                us = min(t["latency_us"] for t in self.tuning if t["tp"] == tp and t["M"] == m)
+                self.record(tp, m, "fastpath", us, floor, config=cfg.label(), config_json=asdict(cfg),
+                            max_rel_err=rel)
+                self.write()
+        for name in [v for v in ("triton-default", "marlin") if v in self.args.variants]:
+            self.run_baseline(name, weights, inputs)
+
+    def run_baseline(self, name: str, weights: dict, inputs: dict) -> None:
+        from fastpath_kernels.moe import sglang_baselines
+
+        ready = self.ready[name]
+        while not ready.is_set() and not self.warm_done.is_set() and self.deadline.left() > self.args.reserve_s:
+            ready.wait(timeout=1.0)
+        if not ready.is_set():
+            self.notes.append(f"{name}: not run (its JIT warm-up did not finish in time or failed: see errors)")
+            return
+        factory = sglang_baselines.triton_default if name == "triton-default" else sglang_baselines.marlin
+        for tp in self.args.tp:
+            try:
+                call = factory(*weights[tp])
+            except Exception as exc:  # noqa: BLE001
+                self.errors.append(f"{name} tp{tp}: setup failed: {exc!r} {traceback.format_exc()[-600:]}")
+                continue
+            for (tp_, m), (x, routings, floor) in inputs.items():
+                if tp_ != tp:
+                    continue
+                if self.deadline.left() < self.args.reserve_s / 2:
+                    self.notes.append(f"tp{tp} M={m}: {name} skipped, deadline")
+                    continue
+                try:
+                    rw, ids = routings[0]
+                    ref = fused_moe_w4a16(x, *weights[tp], rw, ids).float()
+                    got = call(x, rw, ids).float()
+                    rel = ((got - ref).abs().max() / ref.abs().max()).item()
+                    calls = [lambda rw=rw, ids=ids, x=x, call=call: call(x, rw, ids) for rw, ids in routings]
+                    us = time_calls(calls, self.args.reps)
+                    self.record(tp, m, name, us, floor, rel_diff_vs_fastpath=rel)
+                except Exception as exc:  # noqa: BLE001
+                    self.errors.append(f"{name} tp{tp} M={m}: {exc!r} {traceback.format_exc()[-600:]}")
+                self.write()
+            call = None  # drop the baseline's copies (Marlin repacks) before the next shape
             torch.cuda.empty_cache()
 
-    def run_sglang_triton(self, tp, m, x, routings, w13, w2, floor) -> None:
-        w1u8, w2u8 = w13.packed.view(torch.uint8), w2.packed.view(torch.uint8)  # SGLang's [E, N, K/2]
-
-        def call(rw, ids):
-            return self.sgl_triton(x, w1u8, w2u8, rw, ids, use_int4_w4a16=True, w1_scale=w13.scale,
-                                   w2_scale=w2.scale, block_shape=[0, GROUP], filter_expert=False)
-        try:
-            rw, ids = routings[0]
-            ref = fused_moe_w4a16(x, w13, w2, rw, ids).float()
-            got = call(rw, ids).float()
-            rel = ((got - ref).abs().max() / ref.abs().max()).item()
-            us = time_calls([lambda rw=rw, ids=ids: call(rw, ids) for rw, ids in routings], self.args.reps)
-            self.record(tp, m, "triton-default", us, floor, rel_diff_vs_fastpath=rel)
-        except Exception as exc:  # noqa: BLE001
-            self.errors.append(f"triton-default tp{tp} M={m}: {exc!r}"[:500] + " " + traceback.format_exc()[-600:])
-
     def table(self) -> str:
-        rows = ["| TP | M | variant | latency us | floor us | GB/s | % of 4.8 TB/s | vs triton-default | vs Marlin 59 us (issue, other run) |",
-                "|---|---|---|---|---|---|---|---|---|"]
+        rows = ["| TP | M | variant | latency us | floor us | GB/s | % of 4.8 TB/s | fastpath speed-up |",
+                "|---|---|---|---|---|---|---|---|"]
         by = {(r["tp"], r["M"], r["variant"]): r for r in self.records}
-        for r in self.records:
-            td = by.get((r["tp"], r["M"], "triton-default"))
-            vs_td = f"{td['value'] / r['value']:.2f}x" if td and r["variant"] == "fastpath" else ""
-            vs_marlin = f"{MARLIN_FROM_ISSUE_US / r['value']:.2f}x" if r["tp"] == 2 and r["M"] == 1 else ""
+        for r in sorted(self.records, key=lambda r: (r["tp"], r["M"], r["variant"])):
+            fast = by.get((r["tp"], r["M"], "fastpath"))
+            gain = f"{r['value'] / fast['value']:.2f}x" if fast and r["variant"] != "fastpath" else ""
             rows.append(f"| {r['tp']} | {r['M']} | {r['variant']} | {r['value']:.1f} | {r['floor_us']:.1f} | "
-                        f"{r['achieved_GBps']:.0f} | {100 * r['achieved_GBps'] * 1e9 / PEAK_BYTES_PER_S:.0f}% | {vs_td} | {vs_marlin} |")
+                        f"{r['achieved_GBps']:.0f} | {100 * r['achieved_GBps'] * 1e9 / PEAK_BYTES_PER_S:.0f}% | {gain} |")
         return "\n".join(rows)
 
     def write(self) -> None:
@@ -304,19 +321,18 @@ class Bench:
         doc = {"schema": "sglang-fastpath-moe-bench/1", "gpu": self.gpu, "torch": torch.__version__,
                "triton": __import__("triton").__version__, "args": vars(self.args), "records": self.records,
                "tuning": self.tuning, "notes": self.notes, "errors": self.errors,
-               "marlin": f"not run: its JIT build takes ~273 s; issue 13 measured {MARLIN_FROM_ISSUE_US} us per call "
-                         "(kimi TP=2 decode bs 1 trace, another run)"}
+               "marlin_from_issue_us": MARLIN_FROM_ISSUE_US}
         (out / "moe_small_m.json").write_text(json.dumps(doc, indent=1))
         (out / "table.md").write_text(self.table() + "\n")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    ints = lambda s: [int(v) for v in s.split(",")]  # noqa: E731
+    ints = lambda s: [int(v) for v in s.split(",")]
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", required=True)
     p.add_argument("--tp", type=ints, default=[2, 8])
     p.add_argument("--m", type=ints, default=[1, 2, 4, 8, 16, 32, 64])
-    p.add_argument("--variants", type=lambda s: s.split(","), default=["fastpath", "triton-default"])
+    p.add_argument("--variants", type=lambda s: s.split(","), default=["fastpath", "triton-default", "marlin"])
     p.add_argument("--routings", type=int, default=8, help="layer calls (distinct routings) per CUDA graph")
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--deadline-s", type=float, default=240.0)
@@ -330,16 +346,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.dry_run:
         use_tiny_shapes()
     bench = Bench(args)
-    if "triton-default" in args.variants:
-        threading.Thread(target=bench.load_sglang, daemon=True).start()
-    else:
-        bench.sgl_ready.set()
+    threading.Thread(target=bench.warm_baselines, daemon=True).start()
+    t0 = time.monotonic()
     try:
-        for tp in args.tp:
-            t0 = time.monotonic()
-            bench.run_tp(tp)
-            bench.notes.append(f"tp{tp}: {time.monotonic() - t0:.0f} s")
-            bench.write()
+        bench.run()
+        bench.notes.append(f"done in {time.monotonic() - t0:.0f} s")
     except Exception as exc:  # noqa: BLE001 (keep what was measured)
         bench.errors.append(f"aborted: {exc!r} {traceback.format_exc()[-1500:]}")
     bench.write()

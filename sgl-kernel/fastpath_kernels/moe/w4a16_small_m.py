@@ -168,7 +168,7 @@ def _gate_up(
         wg_ptrs = w_ptr + e64 * (2 * INTER * KW) + offs_n[:, None] * KW + offs_j[None, :]
         sg_ptrs = s_ptr + e64 * (2 * INTER * KG) + offs_n[:, None] * KG + offs_j[None, :] // 4
         h_cols = (offs_n % 8) * (INTER // 8) + offs_n // 8
-        for c in range(0, run):
+        for c in range(run):
             pair = _pair_of(order_ptr, p, c, GROUPED)
             x_ptrs = xp_ptr + (pair // TOP_K) * K + offs_j
             acc_g = tl.zeros([BLOCK_N, J], dtype=tl.float32)
@@ -252,7 +252,7 @@ def _down_by_expert(
         w_ptrs = w_ptr + e64 * (HIDDEN * KW) + offs_n[:, None] * KW + offs_j[None, :]
         s_ptrs = s_ptr + e64 * (HIDDEN * KG) + offs_n[:, None] * KG + offs_j[None, :] // 4
         h_ok = offs_j >= 0
-        for c in range(0, run):
+        for c in range(run):
             pair = _pair_of(order_ptr, p, c, GROUPED)
             rw = tl.load(rw_ptr + pair).to(tl.float32)
             h_ptrs = h_ptr + pair * (2 * INTER) + offs_j
