@@ -171,7 +171,7 @@ def max_rel(a: torch.Tensor, b: torch.Tensor) -> float:
 
 def load_kernels(tree: Path) -> tuple:
     strides = load_defs(source(tree, DECODE), ["_extract_kv_strides"])["_extract_kv_strides"]
-    verify = load_defs(source(tree, VERIFY), ["_scaled_scores", "_verify_grouped_stage1", "_verify_grouped_merge",
+    verify = load_defs(source(tree, VERIFY), ["_scaled_scores", "_accumulate", "_verify_grouped_stage1", "_verify_grouped_merge",
                                               "_multiprocessor_count", "_programs_target", "verify_grouped_tile",
                                               "verify_grouped_attention_fwd"],
                        {"_extract_kv_strides": strides, "MAX_VERIFY_TOKENS": MAX_VERIFY_TOKENS})
@@ -339,7 +339,7 @@ def compiled_shared_memory(tree: Path, arch: int, k: int, max_shared: int) -> in
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    defs = load_defs(source(tree, VERIFY), ["_scaled_scores", "_verify_grouped_stage1", "verify_grouped_tile"],
+    defs = load_defs(source(tree, VERIFY), ["_scaled_scores", "_accumulate", "_verify_grouped_stage1", "verify_grouped_tile"],
                      {"_extract_kv_strides": None, "MAX_VERIFY_TOKENS": MAX_VERIFY_TOKENS})
     kernel, tile = defs["_verify_grouped_stage1"], defs["verify_grouped_tile"](576, 512, k, 32, max_shared)
     pointers = {"Q": "*bf16", "K_Extend": "*bf16", "V_Extend": "*bf16", "K_Buffer": "*bf16", "V_Buffer": "*bf16",
