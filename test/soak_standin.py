@@ -37,7 +37,8 @@ VOCAB = 512
 CONTEXT = 256
 MODEL = "standin-model"
 SAMPLING_TYPES = {"max_new_tokens": int, "min_new_tokens": int, "n": int, "top_k": int, "temperature": float,
-                  "top_p": float, "stop_token_ids": list, "ignore_eos": bool, "logit_bias": dict}  # fmt: skip
+                  "top_p": float, "stop_token_ids": list, "ignore_eos": bool, "logit_bias": dict,
+                  "sampling_seed": int}  # fmt: skip
 
 
 class BadRequest(Exception):
@@ -97,6 +98,11 @@ def check_ids(ids: list[Any], state: State) -> list[int]:
     return ids
 
 
+def check_top_logprobs(count: Any) -> None:
+    if count is not None and not 0 <= count <= VOCAB:
+        raise BadRequest(f"top_logprobs_num must be in [0, {VOCAB}], got {count}")
+
+
 def text_ids(text: str) -> list[int]:
     return [1 + (sum(map(ord, word)) % (VOCAB - 1)) for word in text.split()] or [1]
 
@@ -113,6 +119,7 @@ def parse_generate(body: dict[str, Any], state: State) -> tuple[list[int], dict[
     sp = check_sampling(body.get("sampling_params") or {}, state.misbehave)
     if body.get("lora_path"):
         raise BadRequest("LoRA is not enabled on this server")
+    check_top_logprobs(body.get("top_logprobs_num"))
     for tid in body.get("token_ids_logprob") or []:
         if not 0 <= tid < VOCAB:
             raise BadRequest(f"token_ids_logprob contains out-of-vocabulary token id {tid}")
@@ -136,6 +143,7 @@ def parse_openai(path: str, body: dict[str, Any], state: State) -> tuple[list[in
     sp = {"max_new_tokens": body.get("max_tokens", 16), "temperature": body.get("temperature", 1.0),
           "top_p": body.get("top_p", 1.0), "n": body.get("n", 1)}  # fmt: skip
     check_sampling(sp, state.misbehave)
+    check_top_logprobs(body.get("top_logprobs") if path.endswith("/chat/completions") else body.get("logprobs"))
     if path.endswith("/chat/completions"):
         messages = body.get("messages") or []
         if not messages:

@@ -45,6 +45,7 @@ class FakeGenerateReq:
     return_hidden_states: bool = False
     custom_logit_processor: str | None = None
     token_ids_logprob: list[int] | None = None
+    top_logprobs_num: Any = 0
 
     def contains_mm_input(self) -> bool:
         return self.has_mm
@@ -153,6 +154,17 @@ def test_multimodal_request_ids_are_left_to_its_processor(patched_manager: Token
 def test_text_prompt_tokenized_by_the_server_is_not_rechecked(patched_manager: TokenizerManagerStub) -> None:
     req = FakeGenerateReq(None)
     assert _outcome(patched_manager._validate_one_request, req, [1, 2, 3]) is None
+
+
+@pytest.mark.parametrize("count", [VOCAB + 1, 10**6, -1, "5"])
+def test_top_logprobs_past_the_vocab_is_rejected(manager: TokenizerManagerStub, count: Any) -> None:
+    # The scheduler takes topk(max(top_logprobs_nums)) over the vocabulary: k past it raises there.
+    _assert_rejected(manager.validate(FakeGenerateReq([1, 2], top_logprobs_num=count)), "top_logprobs_num", str(VOCAB))
+
+
+@pytest.mark.parametrize("count", [0, 5, VOCAB])
+def test_top_logprobs_inside_the_vocab_pass(patched_manager: TokenizerManagerStub, count: int) -> None:
+    assert patched_manager.validate(FakeGenerateReq([1, 2], top_logprobs_num=count)) is None
 
 
 # -- patch 0005: malformed sampling params -----------------------------------

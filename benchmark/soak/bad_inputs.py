@@ -43,7 +43,7 @@ def _j(payload: Any) -> bytes:
 
 
 def bad_inputs(vocab_size: int, context_len: int, model: str) -> list[BadInput]:
-    """The catalogue, for a server with this vocabulary and context length."""
+    """The catalogue, for a server with this vocabulary and context length (45 cases)."""
     oov, long_ids = vocab_size + 10, [1] * (context_len + 8)
     gen = "/generate"
     cmp = "/v1/completions"
@@ -102,6 +102,13 @@ def bad_inputs(vocab_size: int, context_len: int, model: str) -> list[BadInput]:
         g("oov_token_ids_logprob", {"max_new_tokens": 2}, mentions=(str(oov),), return_logprob=True,
           token_ids_logprob=[oov]),  # fmt: skip
         g("oov_logit_bias", {"max_new_tokens": 2, "logit_bias": {str(oov): 1.0}}, mentions=("logit_bias",)),
+        g("top_logprobs_past_vocab", {"max_new_tokens": 2}, mentions=("logprobs", str(vocab_size)), return_logprob=True,
+          top_logprobs_num=10**6),  # fmt: skip
+        c("logprobs_past_vocab", mentions=("logprobs",), logprobs=10**6, max_tokens=2),
+        ch("top_logprobs_past_vocab", mentions=("logprobs",), logprobs=True, top_logprobs=10**6, max_tokens=2),
+        g("logprob_start_len_past_input", {"max_new_tokens": 2}, must=False, return_logprob=True,
+          logprob_start_len=10**6),  # fmt: skip
+        g("sampling_seed_negative", {"max_new_tokens": 2, "sampling_seed": -1}, must=False),
         g("unknown_lora", {"max_new_tokens": 2}, mentions=("lora",), lora_path="no-such-adapter"),
         ch("bad_role", mentions=("role",), messages=[{"role": "wizard", "content": "Hello"}]),
         BadInput("generate_text_plain", gen, b"Hello", content_type="text/plain"),
