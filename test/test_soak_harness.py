@@ -11,8 +11,8 @@ must pass. Runs are short (about 2 s of load, a few dozen requests).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -58,7 +58,7 @@ def wait_listening(port: int, proc: subprocess.Popen, timeout_s: float = 20.0) -
     raise AssertionError("the stand-in did not start listening")
 
 
-def soak_standin(misbehave: str | None) -> dict:
+def soak_standin(misbehave: str | None, config: SoakConfig = SMALL) -> dict:
     """One small soak against a fresh stand-in server."""
     port = free_port()
     cmd = [sys.executable, str(STANDIN), "--port", str(port)] + (["--misbehave", misbehave] if misbehave else [])
@@ -67,7 +67,7 @@ def soak_standin(misbehave: str | None) -> dict:
         wait_listening(port, proc)
         ep = Endpoint.parse(f"http://127.0.0.1:{port}")
         facts = asyncio.run(server_facts(ep, None, None))
-        return asyncio.run(run_soak(ep, facts, SMALL))
+        return asyncio.run(run_soak(ep, facts, config))
     finally:
         proc.kill()
         proc.wait(10)
@@ -120,6 +120,16 @@ def test_misbehaving_server_fails_the_soak(misbehave: str, check) -> None:
     assert not record["passed"]
     assert check(record), json.dumps({k: record[k] for k in ("failures", "errors_by_class", "leaked_tokens",
                                                                "leaked_tokens_gauge")})  # fmt: skip
+
+
+def test_without_bad_inputs_a_server_that_dies_on_them_passes() -> None:
+    # --no-bad-inputs: load and faults only, e.g. against stock 0.5.17 (an out-of-vocabulary id kills it).
+    args = cli.parse_args(["--url", "http://127.0.0.1:1", "--out", "x", "--no-bad-inputs", "--clients", "3"])
+    config = cli.soak_config(args)
+    assert not config.bad_inputs and config.clients == 3 and cli.soak_config(cli.parse_args(
+        ["--url", "http://127.0.0.1:1", "--out", "x"])).bad_inputs  # fmt: skip
+    record = soak_standin("crash_on_oov", dataclasses.replace(SMALL, bad_inputs=False))
+    assert record["passed"] and record["bad_inputs_tried"] == 0, record["failures"]
 
 
 def launch_as_sglang(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, misbehave: str | None) -> None:

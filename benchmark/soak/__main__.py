@@ -43,8 +43,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--context-len", type=int, help="default: max_model_len of /v1/models")
     defaults = SoakConfig()
     for f in fields(SoakConfig):
-        p.add_argument("--" + f.name.replace("_", "-"), type=type(getattr(defaults, f.name)),
-                       default=getattr(defaults, f.name))  # fmt: skip
+        default = getattr(defaults, f.name)
+        if isinstance(default, bool):
+            p.add_argument("--" + f.name.replace("_", "-"), action=argparse.BooleanOptionalAction, default=default)
+        else:
+            p.add_argument("--" + f.name.replace("_", "-"), type=type(default), default=default)
     return p.parse_args(argv)
 
 

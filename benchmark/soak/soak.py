@@ -45,6 +45,7 @@ class SoakConfig:
     drain_timeout_s: float = 60.0
     max_requests: int = 200_000
     seed: int = 14
+    bad_inputs: bool = True  # off: load and faults only (a stock server dies on some of them)
 
 
 def parity_requests(config: SoakConfig) -> list[LoadRequest]:
@@ -113,7 +114,7 @@ class Soak:
         under_load = asyncio.gather(*(self.send(r, "parity") for r in parity))
         spread = max(c.duration_s / 3, 0.1)
         tasks = [self.disconnect(i) for i in range(c.disconnects)] + [self.abort(i) for i in range(c.aborts)]
-        cases = bad_inputs(self.facts.vocab_size, self.facts.context_len, self.facts.model)
+        cases = bad_inputs(self.facts.vocab_size, self.facts.context_len, self.facts.model) if c.bad_inputs else []
 
         async def staggered(coro, delay: float):
             await asyncio.sleep(delay)
