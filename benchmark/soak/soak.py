@@ -78,7 +78,9 @@ class Soak:
 
     async def client(self, requests: itertools.cycle) -> None:
         while self._open():
-            await self.send(next(requests), "load")
+            outcome = await self.send(next(requests), "load")
+            if outcome.error == "connection":  # the server is gone: count, but do not spin
+                await asyncio.sleep(0.5)
 
     async def disconnect(self, i: int) -> None:
         out = min(256, self.facts.context_len // 2)
