@@ -15,7 +15,7 @@ Run on a GPU host with the fork's site on PYTHONPATH (``source test/gpu/device_e
    Each point carries its byte floor (the KV bytes read at 4.8e12 B/s) and the achieved GB/s.
 3. A small sweep of the new kernel's split and tile settings at a few points.
 
-The new kernel is taken from ``patches/0007-*.patch`` (the file it creates), so the check measures
+The new kernel is taken from the patch that creates it (0007 when written), so the check measures
 the committed patch whichever bundle is installed. Writes ``results.json`` (records with mode
 ``attn_verify``/``attn_decode``, metric ``latency_us``) and prints a table last.
 """
@@ -35,7 +35,6 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNEL_FILE = "python/sglang/kernels/ops/attention/verify_grouped_attention.py"
-PATCH_GLOB = "0007-*.patch"
 HBM_BYTES_PER_S = 4.8e12  # H200
 MLA_LK, MLA_LV = 576, 512
 DECODE_MAX_KV_SPLITS = 256  # what the triton backend sets for Kimi (262144 context, 132 SMs)
@@ -58,9 +57,17 @@ def file_from_patch(patch: Path, path: str) -> str:
     return "\n".join(out) + "\n"
 
 
+def patch_creating(path: str, patch_dir: Path = ROOT / "patches") -> Path:
+    """The one patch of the series folder that creates ``path`` (found by content: numbers change)."""
+    header = f"diff --git a/{path} b/{path}\nnew file mode "
+    found = [p for p in sorted(patch_dir.glob("[0-9]*.patch")) if header in p.read_text()]
+    assert len(found) == 1, f"patches creating {path}: {[p.name for p in found]}"
+    return found[0]
+
+
 def load_verify_kernel(patch_dir: Path = ROOT / "patches"):
     """``verify_grouped_attention`` from the committed patch, imported as a standalone module."""
-    (patch,) = sorted(patch_dir.glob(PATCH_GLOB))
+    patch = patch_creating(KERNEL_FILE, patch_dir)
     folder = Path(tempfile.mkdtemp(prefix="verify-kernel-"))
     path = folder / "verify_grouped_attention.py"
     path.write_text(file_from_patch(patch, KERNEL_FILE))

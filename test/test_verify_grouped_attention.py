@@ -26,7 +26,7 @@ import torch
 if str(Path(__file__).resolve().parents[1]) not in sys.path:  # the benchmark package
     sys.path.append(str(Path(__file__).resolve().parents[1]))
 
-from benchmark.attn_verify_bench import KERNEL_FILE, file_from_patch  # noqa: E402
+from benchmark.attn_verify_bench import KERNEL_FILE, file_from_patch, patch_creating  # noqa: E402
 from sglang_fastpath.paths import patches_dir  # noqa: E402
 from sglang_trees import load_defs, source, trees  # noqa: E402, F401 (trees: a module-scoped fixture)
 
@@ -325,7 +325,7 @@ def test_reference_is_not_trivial():
 
 def test_gpu_bench_runs_the_kernel_the_patch_creates(trees):  # noqa: F811
     """benchmark/attn_verify_bench.py rebuilds the kernel file from the patch: it must be the patched tree's."""
-    (patch,) = sorted(patches_dir().glob("0007-*.patch"))
+    patch = patch_creating(KERNEL_FILE, patches_dir())
     assert source(trees.patched, VERIFY) == trees.patched / KERNEL_FILE
     assert file_from_patch(patch, KERNEL_FILE) == (trees.patched / KERNEL_FILE).read_text()
 

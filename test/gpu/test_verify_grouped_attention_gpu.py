@@ -2,7 +2,7 @@
 
 MLA 576/512 with 32 and 8 heads and GQA 128, pages 1/16/64, chain and tree masks, and a CUDA graph
 replayed after its device metadata was rewritten for other context lengths: each output within 1e-2
-(max relative) of a float32 torch reference. The kernel is rebuilt from patches/0007-*.patch, so
+(max relative) of a float32 torch reference. The kernel is rebuilt from the patch that creates it (0007 when written), so
 this checks the committed patch whichever bundle is installed. Timing is benchmark/attn_verify_bench.py's.
 """
 
