@@ -33,14 +33,15 @@ from fastpath_kernels.moe.layout import (
 )
 
 TOP_K = 2
-# (name, E, I, hidden, M, config kwargs): BLOCK_K below, at and above the group; split-K on both
-# GEMMs; each way of running the down GEMM; grouped runs with an expert used by several tokens.
+# (name, E, I, hidden, M, config kwargs; tiles are GemmTile fields): BLOCK_K below, at and above the
+# group; split-K on both GEMMs; pipelined K loops; each way of running the down GEMM; grouped runs
+# with an expert used by several tokens.
 CASES = [
     ("pairs-token-bk64", 4, 32, 128, 3, {"up": (16, 64, 1), "down": (16, 32, 1)}),
-    ("pairs-token-split", 4, 32, 128, 3, {"up": (32, 32, 4), "down": (32, 32, 1)}),
+    ("pairs-token-split", 4, 32, 128, 3, {"up": (32, 32, 4, 4, 3), "down": (32, 32, 1)}),
     ("pairs-token-downsplit", 8, 64, 256, 5, {"up": (16, 128, 2), "down": (16, 32, 2)}),
     ("pairs-expert", 8, 64, 256, 5, {"up": (16, 256, 1), "down": (64, 64, 1), "down_by_token": False}),
-    ("grouped-expert", 4, 32, 128, 7, {"up": (16, 64, 2), "down": (32, 32, 1), "grouped": True,
+    ("grouped-expert", 4, 32, 128, 7, {"up": (16, 64, 2), "down": (32, 32, 1, 4, 2), "grouped": True,
                                            "down_by_token": False}),
     ("grouped-token", 4, 64, 256, 5, {"up": (8, 32, 8), "down": (16, 64, 1), "grouped": True}),
 ]

@@ -3,8 +3,9 @@
     python -m fastpath_kernels.moe.bench --out DIR [--tp 2,8] [--m 1,2,4,8,16,32,64] [--deadline-s 240]
 
 For each TP shape (hidden 7168, I = 2048/TP, 384 experts, top-8, INT4 group 32, bf16) and M:
-1. tunes ``fused_moe_w4a16`` over a small candidate set (gate/up tile and K split first with the
-   default down, then the down tile and mode with the best gate/up; grouped vs not at larger M),
+1. tunes ``fused_moe_w4a16`` over a small candidate set (gate/up tile, K split and pipelining
+   first with the default down, then the down tile and mode with the best gate/up; grouped vs not
+   at larger M),
    each timed as one MoE layer under a CUDA graph;
 2. checks the winner against a float64 torch dequant reference (max rel err <= 1e-2);
 3. then times SGLang 0.5.17's own paths on the same weights and routings (``sglang_baselines``):
@@ -134,7 +135,7 @@ def gate_up_candidates(m: int, inter: int) -> list[GemmTile]:
     out = []
     for bn, bk, warps in ((16, 256, 4), (32, 256, 4), (16, 512, 4), (8, 512, 4), (16, 512, 8)):
         for split in split_choices(HIDDEN // bk, pairs * (inter // bn)):
-            out.append(GemmTile(bn, bk, split, warps))
+            out += [GemmTile(bn, bk, split, warps, stages) for stages in (1, 3)]
     return out
 
 
@@ -145,6 +146,8 @@ def down_candidates(m: int, inter: int) -> list[tuple[GemmTile, bool]]:
     if inter // bk > 1:
         out.append((GemmTile(16, bk, inter // bk, 4), True))
     out += [(GemmTile(bn, bk, 1, 4), False) for bn in (16, 32)]
+    if inter // bk > 1:  # a K loop to pipeline
+        out += [(GemmTile(32, bk, 1, 4, 3), True), (GemmTile(32, bk, 1, 4, 3), False)]
     return out
 
 

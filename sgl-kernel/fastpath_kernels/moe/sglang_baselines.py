@@ -26,20 +26,37 @@ from fastpath_kernels.moe.layout import GROUP, W4Weights
 Call = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 
 
+def _server_exec_defaults() -> None:
+    """The Triton path reads two ``exec`` flags from SGLang's runtime context, which only a running
+    server publishes (``config namespace 'exec' not published`` otherwise). Give both modules a
+    stand-in with the server's defaults: no deterministic inference, no fused sum+all-reduce."""
+    from types import SimpleNamespace
+
+    from sglang.srt.layers.moe.moe_runner.triton_utils import fused_moe, fused_moe_triton_config
+
+    bag = SimpleNamespace(deterministic=SimpleNamespace(enable_deterministic_inference=False),
+                          moe=SimpleNamespace(enable_fused_moe_sum_all_reduce=False))
+    fused_moe.get_exec = fused_moe_triton_config.get_exec = lambda: bag
+
+
 def triton_default(w13: W4Weights, w2: W4Weights) -> Call:
     from sglang.srt.layers.moe.moe_runner.triton_utils.fused_moe import fused_experts_impl
 
+    _server_exec_defaults()
     w1u8, w2u8 = w13.packed.view(torch.uint8), w2.packed.view(torch.uint8)
 
     def call(x: torch.Tensor, topk_weights: torch.Tensor, topk_ids: torch.Tensor) -> torch.Tensor:
-        return fused_experts_impl(x, w1u8, w2u8, topk_weights, topk_ids, use_int4_w4a16=True,
-                                  w1_scale=w13.scale, w2_scale=w2.scale, block_shape=[0, GROUP],
-                                  filter_expert=False)
+        # in place on a copy: the out-of-place branch allocates through the TP group's symmetric
+        # memory, which needs torch.distributed set up (the copy costs one small kernel)
+        return fused_experts_impl(x.clone(), w1u8, w2u8, topk_weights, topk_ids, inplace=True,
+                                  use_int4_w4a16=True, w1_scale=w13.scale, w2_scale=w2.scale,
+                                  block_shape=[0, GROUP], filter_expert=False)
 
     return call
 
 
 def marlin(w13: W4Weights, w2: W4Weights) -> Call:
+    import sglang.srt.layers.quantization  # noqa: F401 (the server's import order: gptq_kernels first is circular)
     from sglang.srt.hardware_backend.gpu.quantization.gptq_kernels import gptq_marlin_moe_repack
     from sglang.srt.layers.moe.fused_moe_triton.fused_marlin_moe import fused_marlin_moe
     from sglang.srt.layers.quantization.marlin_utils import marlin_make_workspace, marlin_moe_permute_scales

@@ -148,7 +148,7 @@ def _word_sums(w, x_ptrs, mask, rw, FROM_H: tl.constexpr, ROW: tl.constexpr, INT
 def _gate_up(
     xp_ptr, w_ptr, s_ptr, h_ptr, ids_ptr, order_ptr, P, K: tl.constexpr, INTER: tl.constexpr,
     TOP_K: tl.constexpr, GROUPED: tl.constexpr, RUN_MAX: tl.constexpr,
-    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, split_k, ATOMIC: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, split_k, ATOMIC: tl.constexpr, NUM_STAGES: tl.constexpr,
 ):
     """Gate and up sums of one expert run for BLOCK_N intermediate rows over one K split."""
     J: tl.constexpr = BLOCK_K // 8
@@ -173,7 +173,7 @@ def _gate_up(
             x_ptrs = xp_ptr + (pair // TOP_K) * K + offs_j
             acc_g = tl.zeros([BLOCK_N, J], dtype=tl.float32)
             acc_u = tl.zeros([BLOCK_N, J], dtype=tl.float32)
-            for kt in range(k_lo, k_hi):
+            for kt in tl.range(k_lo, k_hi, num_stages=NUM_STAGES):
                 wg = tl.load(wg_ptrs + kt * J)
                 wu = tl.load(wg_ptrs + INTER * KW + kt * J)
                 sg = tl.load(sg_ptrs + kt * (J // 4)).to(tl.float32)
@@ -192,7 +192,7 @@ def _gate_up(
 @triton.jit(do_not_specialize=["split_k"])
 def _down_by_token(
     h_ptr, w_ptr, s_ptr, out_ptr, ids_ptr, rw_ptr, HIDDEN: tl.constexpr, INTER: tl.constexpr,
-    TOP_K: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, split_k, ATOMIC: tl.constexpr,
+    TOP_K: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, split_k, ATOMIC: tl.constexpr, NUM_STAGES: tl.constexpr,
 ):
     """One token, BLOCK_N output rows: the routing-weighted sum over its top-k experts."""
     J: tl.constexpr = BLOCK_K // 8
@@ -217,7 +217,7 @@ def _down_by_token(
         h_ptrs = h_ptr + pair * (2 * INTER) + offs_j
         w_ok = (offs_n[:, None] * 0 + e) >= 0  # e >= 0 as tensors (the interpreter needs them)
         h_ok = (offs_j * 0 + e) >= 0
-        for kt in range(k_lo, k_hi):
+        for kt in tl.range(k_lo, k_hi, num_stages=NUM_STAGES):
             w = tl.load(w_ptrs + kt * J, mask=w_ok, other=0)
             sc = tl.load(s_ptrs + kt * (J // 4), mask=w_ok, other=0.0).to(tl.float32)
             acc += _word_sums(w, h_ptrs + kt * J, h_ok, rw, True, KW, INTER) * sc
@@ -232,7 +232,7 @@ def _down_by_token(
 def _down_by_expert(
     h_ptr, w_ptr, s_ptr, out_ptr, ids_ptr, order_ptr, rw_ptr, P, HIDDEN: tl.constexpr,
     INTER: tl.constexpr, TOP_K: tl.constexpr, GROUPED: tl.constexpr, RUN_MAX: tl.constexpr,
-    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, split_k, ATOMIC: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, split_k, ATOMIC: tl.constexpr, NUM_STAGES: tl.constexpr,
 ):
     """One expert run, BLOCK_N output rows: adds each pair's weighted down output into fp32 out."""
     J: tl.constexpr = BLOCK_K // 8
@@ -257,7 +257,7 @@ def _down_by_expert(
             rw = tl.load(rw_ptr + pair).to(tl.float32)
             h_ptrs = h_ptr + pair * (2 * INTER) + offs_j
             acc = tl.zeros([BLOCK_N, J], dtype=tl.float32)
-            for kt in range(k_lo, k_hi):
+            for kt in tl.range(k_lo, k_hi, num_stages=NUM_STAGES):
                 w = tl.load(w_ptrs + kt * J)
                 sc = tl.load(s_ptrs + kt * (J // 4)).to(tl.float32)
                 acc += _word_sums(w, h_ptrs + kt * J, h_ok, rw, True, KW, INTER) * sc
@@ -272,9 +272,11 @@ class GemmTile:
     block_k: int = 256
     split_k: int = 1
     num_warps: int = 4
+    stages: int = 1  # >1: Triton pipelines the K loop's loads (cp.async) this many stages deep
 
     def label(self) -> str:
-        return f"n{self.block_n}k{self.block_k}s{self.split_k}w{self.num_warps}"
+        piped = f"p{self.stages}" if self.stages > 1 else ""
+        return f"n{self.block_n}k{self.block_k}s{self.split_k}w{self.num_warps}{piped}"
 
 
 @dataclass(frozen=True)
@@ -300,6 +302,8 @@ def check_config(cfg: SmallMConfig, hidden: int, inter: int) -> None:
             raise ValueError(f"{name}: block_n={tile.block_n} must be a power of two dividing N={n}")
         if tile.split_k < 1 or tile.split_k > k // tile.block_k:
             raise ValueError(f"{name}: split_k={tile.split_k} must be in 1..{k // tile.block_k}")
+        if tile.stages < 1:
+            raise ValueError(f"{name}: stages={tile.stages} must be >= 1")
     if inter % PACK:
         raise ValueError(f"intermediate size {inter} is not a multiple of {PACK}")
 
@@ -358,17 +362,18 @@ def fused_moe_w4a16(x: torch.Tensor, w13: W4Weights, w2: W4Weights, topk_weights
         xp, w13.packed, w13.scale, h, ids_sorted, order, pairs, K=hidden, INTER=inter,
         TOP_K=top_k, GROUPED=cfg.grouped, RUN_MAX=run_max,
         BLOCK_N=up.block_n, BLOCK_K=up.block_k, split_k=up.split_k, ATOMIC=up.split_k > 1,
-        num_warps=up.num_warps)
+        NUM_STAGES=up.stages, num_warps=up.num_warps)
     if cfg.down_by_token:
         _down_by_token[(m, hidden // dn.block_n, dn.split_k)](
             h, w2.packed, w2.scale, out, ids, rw, HIDDEN=hidden, INTER=inter,
             TOP_K=top_k, BLOCK_N=dn.block_n, BLOCK_K=dn.block_k, split_k=dn.split_k, ATOMIC=dn.split_k > 1,
-            num_warps=dn.num_warps)
+            NUM_STAGES=dn.stages, num_warps=dn.num_warps)
     else:
         _down_by_expert[(pairs, hidden // dn.block_n, dn.split_k)](
             h, w2.packed, w2.scale, out, ids_sorted, order, rw, pairs, HIDDEN=hidden, INTER=inter,
             TOP_K=top_k, GROUPED=cfg.grouped, RUN_MAX=run_max,
-            BLOCK_N=dn.block_n, BLOCK_K=dn.block_k, split_k=dn.split_k, ATOMIC=True, num_warps=dn.num_warps)
+            BLOCK_N=dn.block_n, BLOCK_K=dn.block_k, split_k=dn.split_k, ATOMIC=True,
+            NUM_STAGES=dn.stages, num_warps=dn.num_warps)
     return out if out.dtype == x.dtype else out.to(x.dtype)
 
 
