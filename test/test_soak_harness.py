@@ -147,13 +147,15 @@ def launch_as_sglang(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, misbehave:
 def test_cli_launches_server_and_reference_and_writes_soak_json(tmp_path: Path, monkeypatch) -> None:
     launch_as_sglang(tmp_path, monkeypatch, None)
     launch = "--model-path /m/target --speculative-algorithm EAGLE3 --speculative-num-steps 3 --tp 1"
+    # Two identical stand-ins: their p99 ITL differ by noise only, which --itl-tolerance 1 allows.
     status = cli.main(["--launch", launch, "--reference", "--port", str(free_port()), "--out", str(tmp_path / "r"),
-                       *SMALL_ARGS])  # fmt: skip
+                       "--itl-tolerance", "1", *SMALL_ARGS])  # fmt: skip
     record = json.loads((tmp_path / "r" / "soak.json").read_text())
     assert status == 0, record["failures"]
     assert "--speculative-algorithm EAGLE3" in record["server_command"]
     assert "--enable-metrics" in record["server_command"] and "--host 127.0.0.1" in record["server_command"]
     assert "speculative" not in record["reference"]["server_command"] and record["reference"]["passed"]
+    assert record["itl_p99_vs_reference"] is not None
     assert (tmp_path / "r" / "server.log").is_file() and (tmp_path / "r" / "server-reference.log").is_file()
 
 
@@ -163,6 +165,16 @@ def test_cli_reports_dead_server_process(tmp_path: Path, monkeypatch) -> None:
     record = json.loads((tmp_path / "r" / "soak.json").read_text())
     assert status == 1 and record["after_drain"]["dead_processes"]
     assert any("died" in f for f in record["failures"])
+
+
+def test_itl_above_the_reference_fails_the_run() -> None:
+    record, reference = {"itl_p99_ms": 12.0, "failures": [], "passed": True}, {"itl_p99_ms": 10.0}
+    cli.compare_itl(record, reference, 0.1)
+    assert record["itl_p99_vs_reference"] == 1.2 and not record["passed"] and "12.0 ms" in record["failures"][0]
+    for spec in (9.0, 10.9):  # below, and above by less than the tolerance
+        record = {"itl_p99_ms": spec, "failures": [], "passed": True}
+        cli.compare_itl(record, reference, 0.1)
+        assert record["passed"] and record["itl_p99_vs_reference"] == spec / 10
 
 
 def test_only_loopback_is_reachable() -> None:

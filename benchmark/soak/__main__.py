@@ -39,6 +39,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--reference", action="store_true", help="with --launch: also soak without --speculative-*")
     p.add_argument("--port", type=int, default=30000)
     p.add_argument("--start-timeout", type=float, default=600.0, help="seconds for the server to become healthy")
+    p.add_argument("--itl-tolerance", type=float, default=0.1,
+                   help="with --reference: how far (fraction) p99 ITL may exceed the reference's (0.1)")  # fmt: skip
     p.add_argument("--vocab-size", type=int, help="default: the model's config.json, via /get_model_info")
     p.add_argument("--context-len", type=int, help="default: max_model_len of /v1/models")
     defaults = SoakConfig()
@@ -80,6 +82,19 @@ def soak_launched(launch_args: list[str], args: argparse.Namespace, log: Path) -
     return record
 
 
+def compare_itl(record: dict[str, Any], reference: dict[str, Any], tolerance: float) -> None:
+    """Issue 14's latency target: the speculative run's p99 inter-token latency no worse than the reference's.
+
+    ``tolerance`` is the noise allowed (0.1: up to 10 % above the reference passes).
+    """
+    spec, ref = record.get("itl_p99_ms"), reference.get("itl_p99_ms")
+    record["itl_p99_vs_reference"] = round(spec / ref, 3) if spec and ref else None
+    if spec and ref and spec > ref * (1 + tolerance):
+        record["failures"].append(f"p99 inter-token latency {spec} ms is above the reference's {ref} ms "
+                                  f"by more than {tolerance:.0%}")  # fmt: skip
+        record["passed"] = False
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -92,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
             record = soak_launched(launch, args, args.out / "server.log")
             if args.reference:
                 record["reference"] = soak_launched(without_speculation(launch), args, args.out / "server-reference.log")
+                compare_itl(record, record["reference"], args.itl_tolerance)
     except NotLoopback as e:
         print(f"soak: {e}", file=sys.stderr)
         return 2
