@@ -6,7 +6,8 @@ interpreter's bf16 arithmetic is not trustworthy, moe-triton.md). Every ``torch.
 child returns NaN (floats) or a huge id (ints), so an output or workspace element the kernels
 forget to write shows up as NaN or a crash. Checked against ``moe_reference`` in float64.
 Shapes: E 4 and 8, top-2, gate/up N = 64 and 128, K = 128 and 256, odd M, one pair with expert
--1 (off this rank) and one token whose experts are all off this rank.
+-1 (off this rank) and one token whose experts are all off this rank. Also: the packing order, the
+layout conversions, the config checks, and ``default_config``'s kernels cross-compiled for sm_120.
 """
 
 from __future__ import annotations
@@ -165,3 +166,55 @@ def test_config_checks_and_defaults_at_kimi_shapes():
 
 if __name__ == "__main__":
     print(json.dumps(_child()))
+
+
+def _signature(kernel, pointers: dict[str, str], ints: tuple[str, ...], constexprs: dict):
+    from triton.compiler import ASTSource
+
+    names = list(kernel.arg_names)
+    sig = {n: pointers.get(n, "i32" if n in ints else "constexpr") for n in names}
+    attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in pointers}
+    return ASTSource(kernel, sig, constexprs=constexprs, attrs=attrs)
+
+
+@pytest.mark.parametrize("tp", [2, 8])
+def test_default_configs_compile_for_sm120_without_spills(tp: int, monkeypatch):
+    """The kernels at ``default_config``'s tiles, Kimi shapes, cross-compiled for sm_120 (RTX PRO
+    6000) on CPU: no register spills and shared memory within its 101376 B."""
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    monkeypatch.setenv("TRITON_DEFAULT_FP_FUSION", "1")
+    import triton
+    from fastpath_kernels.moe import w4a16_small_m as k
+    from moe_tuning.xcompile import _ptxas_usage
+    from triton.backends.compiler import GPUTarget
+
+    if type(k._gate_up).__name__ != "JITFunction":
+        pytest.skip("fastpath_kernels was imported under TRITON_INTERPRET in this process")
+    hidden, inter = 7168, 2048 // tp
+    common = {"h_ptr": "*fp32", "w_ptr": "*i32", "s_ptr": "*bf16", "ids_ptr": "*i32"}
+    seen = {}
+    for m in (1, 64):
+        cfg = k.default_config(m, 8, hidden, inter)
+        up, dn = cfg.gate_up, cfg.down
+        jobs = [(k._gate_up, {**common, "xp_ptr": "*fp32", "order_ptr": "*i64"}, ("P", "split_k"),
+                 {"K": hidden, "INTER": inter, "TOP_K": 8, "GROUPED": False, "RUN_MAX": 1, "BLOCK_N": up.block_n,
+                  "BLOCK_K": up.block_k, "ATOMIC": up.split_k > 1, "NUM_STAGES": up.stages}, up.num_warps)]
+        dn_consts = {"HIDDEN": hidden, "INTER": inter, "TOP_K": 8, "BLOCK_N": dn.block_n, "BLOCK_K": dn.block_k,
+                     "ATOMIC": True, "NUM_STAGES": dn.stages}
+        if cfg.down_by_token:
+            jobs.append((k._down_by_token, {**common, "out_ptr": "*bf16", "rw_ptr": "*fp32"}, ("split_k",),
+                         {**dn_consts, "ATOMIC": False}, dn.num_warps))
+        else:
+            jobs.append((k._down_by_expert, {**common, "out_ptr": "*fp32", "order_ptr": "*i64", "rw_ptr": "*fp32"},
+                         ("P", "split_k"), {**dn_consts, "GROUPED": False, "RUN_MAX": 1}, dn.num_warps))
+        for kernel, pointers, ints, consts, warps in jobs:
+            key = (kernel.fn.__name__, tuple(sorted(consts.items())), warps)
+            if key in seen:
+                continue
+            compiled = triton.compile(_signature(kernel, pointers, ints, consts), target=GPUTarget("cuda", 120, 32),
+                                      options={"num_warps": warps})
+            registers, spills = _ptxas_usage(compiled.asm["ptx"], 120)
+            seen[key] = (registers, spills, compiled.metadata.shared)
+            assert spills == 0, f"{key}: {spills} B of spills on sm_120 ({registers} registers)"
+            assert compiled.metadata.shared <= 101376, f"{key}: {compiled.metadata.shared} B of shared memory"
+    assert len(seen) >= 3 and all(regs > 0 for regs, _, _ in seen.values()), seen

@@ -309,19 +309,19 @@ def check_config(cfg: SmallMConfig, hidden: int, inter: int) -> None:
 
 
 def default_config(m: int, top_k: int, hidden: int, inter: int) -> SmallMConfig:
-    """A config that is valid for these shapes: split gate/up's K so about 512 programs run at
-    M=1, group pairs by expert once repeats become likely (M·top_k > 64)."""
+    """The H200 winners of the first measured run (benchmark/results/20261130-2024-h200-moe-small-m),
+    at Kimi's TP=2 and TP=8 shapes, as a rule: gate/up BLOCK_N 8, BLOCK_K 512, split 2 while at
+    most 2048 programs would run, else 1; down BLOCK_N 32 by expert run up to 64 pairs, by token
+    beyond; no grouping (it never won). Shapes the rule does not divide fall back to the largest
+    tiles that do."""
     pairs = m * top_k
-    bk_up = max(b for b in (32, 64, 128, 256) if hidden % b == 0)
+    bk_up = max(b for b in (32, 64, 128, 256, 512) if hidden % b == 0)
     bk_down = max(b for b in (32, 64, 128, 256) if inter % b == 0)
-    bn_up = 16 if inter % 16 == 0 else 8
-    bn_down = 16 if hidden % 16 == 0 else 8
-    split = max(1, min(hidden // bk_up, 512 // max(1, pairs * (inter // bn_up))))
-    split = 1 << (split.bit_length() - 1)
-    while (hidden // bk_up) % split:
-        split //= 2
+    bn_up = max(b for b in (1, 2, 4, 8) if inter % b == 0)
+    bn_down = max(b for b in (1, 2, 4, 8, 16, 32) if hidden % b == 0)
+    split = 2 if pairs * (inter // bn_up) <= 2048 and hidden // bk_up >= 2 else 1
     return SmallMConfig(GemmTile(bn_up, bk_up, split, 4), GemmTile(bn_down, bk_down, 1, 4),
-                        grouped=pairs > 64, down_by_token=pairs <= 64)
+                        grouped=False, down_by_token=pairs > 64)
 
 
 def fused_moe_w4a16(x: torch.Tensor, w13: W4Weights, w2: W4Weights, topk_weights: torch.Tensor,
