@@ -24,7 +24,7 @@ import uuid
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from benchmark.soak.bad_inputs import BadInputResult, bad_inputs, verdict
+from benchmark.soak.bad_inputs import BadInput, BadInputResult, bad_inputs, verdict
 from benchmark.soak.http_client import Endpoint, call, get, post_json
 from benchmark.soak.report import AfterDrain, summarize
 from benchmark.soak.server import KvReading, LaunchedServer, ServerFacts, kv_reading
@@ -98,7 +98,7 @@ class Soak:
                                      else "hang" if reply.timed_out else "connection"))  # fmt: skip
         await running
 
-    async def bad_input(self, case) -> None:
+    async def bad_input(self, case: BadInput) -> None:
         self.sent += 1
         reply = await call(self.ep, "POST", case.path, case.body, timeout=self.config.request_timeout_s,
                            content_type=case.content_type)  # fmt: skip
