@@ -2,14 +2,14 @@
 # Soak the fork's EAGLE-3 server on the tiny pair, then the same server without speculation (the
 # reference), on one GPU, in one device call (from the repository root, slim bundle in .carry/bundle):
 #   bash benchmark/soak/gpu.sh [DURATION_S] [more 'python3 -m benchmark.soak' arguments]
-# DURATION_S is the load time of each of the two runs (default 120: two starts, two soaks and their
-# drains fit the 10-minute call). Writes $OUT/soak/soak.json and both server logs; exit status is
-# the soak's (0 all targets met, 1 a target missed, 3 the server did not start).
+# DURATION_S is the load time of each of the two runs (default 90: the bundle install, two starts,
+# two soaks and their drains fit the 10-minute call). Writes $OUT/soak/soak.json and both server
+# logs; exit status is the soak's (0 all targets met, 1 a target missed, 3 the server did not start).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 3
 # shellcheck source=test/gpu/device_env.sh
 source test/gpu/device_env.sh
-DURATION=${1:-120}
+DURATION=${1:-90}
 [ $# -gt 0 ] && shift
 if [ ! -f "$M/tiny/target/config.json" ]; then
   python3 -m sglang_fastpath models tiny --out "$M/tiny" > "$OUT/models.log" 2>&1 || { tail -20 "$OUT/models.log"; exit 3; }
