@@ -144,6 +144,24 @@ def _word_sums(w, x_ptrs, mask, rw, FROM_H: tl.constexpr, ROW: tl.constexpr, INT
     return acc
 
 
+@triton.jit
+def _k_span(split_k, K_TILES: tl.constexpr):
+    """The K tiles ``[lo, hi)`` of this program's split (``program_id(2)`` of ``split_k``)."""
+    per_split = tl.cdiv(K_TILES, split_k)
+    lo = tl.program_id(2) * per_split
+    return lo, tl.minimum(lo + per_split, K_TILES)
+
+
+@triton.jit
+def _expert_tiles(w_ptr, s_ptr, e, offs_n, offs_j, ROWS: tl.constexpr, KW: tl.constexpr, KG: tl.constexpr):
+    """Pointers to the first K tile of rows ``offs_n`` of expert ``e`` (``ROWS`` rows an expert):
+    the int32 words ``[BLOCK_N, J]`` and, for each word, its group's scale (one per 4 words)."""
+    e64 = e.to(tl.int64)
+    w_ptrs = w_ptr + e64 * (ROWS * KW) + offs_n[:, None] * KW + offs_j[None, :]
+    s_ptrs = s_ptr + e64 * (ROWS * KG) + offs_n[:, None] * KG + offs_j[None, :] // 4
+    return w_ptrs, s_ptrs
+
+
 @triton.jit(do_not_specialize=["P", "split_k"])  # one compile for every M and split
 def _gate_up(
     xp_ptr, w_ptr, s_ptr, h_ptr, ids_ptr, order_ptr, P, K: tl.constexpr, INTER: tl.constexpr,
@@ -157,16 +175,12 @@ def _gate_up(
     K_TILES: tl.constexpr = K // BLOCK_K
     p = tl.program_id(0)
     nt = tl.program_id(1)
-    per_split = tl.cdiv(K_TILES, split_k)
-    k_lo = tl.program_id(2) * per_split
-    k_hi = tl.minimum(k_lo + per_split, K_TILES)
+    k_lo, k_hi = _k_span(split_k, K_TILES)
     e, run, active = _run_of(ids_ptr, p, P, GROUPED, RUN_MAX)
     if active:
         offs_n = nt * BLOCK_N + tl.arange(0, BLOCK_N)
         offs_j = tl.arange(0, J)
-        e64 = e.to(tl.int64)
-        wg_ptrs = w_ptr + e64 * (2 * INTER * KW) + offs_n[:, None] * KW + offs_j[None, :]
-        sg_ptrs = s_ptr + e64 * (2 * INTER * KG) + offs_n[:, None] * KG + offs_j[None, :] // 4
+        wg_ptrs, sg_ptrs = _expert_tiles(w_ptr, s_ptr, e, offs_n, offs_j, 2 * INTER, KW, KG)
         h_cols = (offs_n % 8) * (INTER // 8) + offs_n // 8
         for c in range(run):
             pair = _pair_of(order_ptr, p, c, GROUPED)
@@ -192,7 +206,8 @@ def _gate_up(
 @triton.jit(do_not_specialize=["split_k"])
 def _down_by_token(
     h_ptr, w_ptr, s_ptr, out_ptr, ids_ptr, rw_ptr, HIDDEN: tl.constexpr, INTER: tl.constexpr,
-    TOP_K: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, split_k, ATOMIC: tl.constexpr, NUM_STAGES: tl.constexpr,
+    TOP_K: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, split_k, ATOMIC: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
 ):
     """One token, BLOCK_N output rows: the routing-weighted sum over its top-k experts."""
     J: tl.constexpr = BLOCK_K // 8
@@ -201,19 +216,15 @@ def _down_by_token(
     K_TILES: tl.constexpr = INTER // BLOCK_K
     t = tl.program_id(0)
     nt = tl.program_id(1)
-    per_split = tl.cdiv(K_TILES, split_k)
-    k_lo = tl.program_id(2) * per_split
-    k_hi = tl.minimum(k_lo + per_split, K_TILES)
+    k_lo, k_hi = _k_span(split_k, K_TILES)
     offs_n = nt * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_j = tl.arange(0, J)
     acc = tl.zeros([BLOCK_N, J], dtype=tl.float32)
     for slot in range(TOP_K):  # not unrolled: one K loop at a time either way, and a quicker compile
         pair = t * TOP_K + slot
         e = tl.load(ids_ptr + pair).to(tl.int32)
-        e64 = tl.maximum(e, 0).to(tl.int64)
         rw = tl.load(rw_ptr + pair).to(tl.float32)
-        w_ptrs = w_ptr + e64 * (HIDDEN * KW) + offs_n[:, None] * KW + offs_j[None, :]
-        s_ptrs = s_ptr + e64 * (HIDDEN * KG) + offs_n[:, None] * KG + offs_j[None, :] // 4
+        w_ptrs, s_ptrs = _expert_tiles(w_ptr, s_ptr, tl.maximum(e, 0), offs_n, offs_j, HIDDEN, KW, KG)
         h_ptrs = h_ptr + pair * (2 * INTER) + offs_j
         w_ok = (offs_n[:, None] * 0 + e) >= 0  # e >= 0 as tensors (the interpreter needs them)
         h_ok = (offs_j * 0 + e) >= 0
@@ -241,16 +252,12 @@ def _down_by_expert(
     K_TILES: tl.constexpr = INTER // BLOCK_K
     p = tl.program_id(0)
     nt = tl.program_id(1)
-    per_split = tl.cdiv(K_TILES, split_k)
-    k_lo = tl.program_id(2) * per_split
-    k_hi = tl.minimum(k_lo + per_split, K_TILES)
+    k_lo, k_hi = _k_span(split_k, K_TILES)
     e, run, active = _run_of(ids_ptr, p, P, GROUPED, RUN_MAX)
     if active:
         offs_n = nt * BLOCK_N + tl.arange(0, BLOCK_N)
         offs_j = tl.arange(0, J)
-        e64 = e.to(tl.int64)
-        w_ptrs = w_ptr + e64 * (HIDDEN * KW) + offs_n[:, None] * KW + offs_j[None, :]
-        s_ptrs = s_ptr + e64 * (HIDDEN * KG) + offs_n[:, None] * KG + offs_j[None, :] // 4
+        w_ptrs, s_ptrs = _expert_tiles(w_ptr, s_ptr, e, offs_n, offs_j, HIDDEN, KW, KG)
         h_ok = offs_j >= 0
         for c in range(run):
             pair = _pair_of(order_ptr, p, c, GROUPED)
