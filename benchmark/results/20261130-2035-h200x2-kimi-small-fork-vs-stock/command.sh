@@ -7,9 +7,9 @@
 set -uo pipefail
 source test/gpu/device_env.sh  # from the repository root: bash benchmark/results/<this folder>/command.sh
 mkdir -p "$OUT/logs"; C=${TVM_FFI_CACHE_DIR:-$HOME/.cache/tvm-ffi}; mkdir -p "$C"; tar -C "$C" -xzf .carry/tvm-ffi-cache.tgz
-( export CUDA_VISIBLE_DEVICES=1 OUT=/tmp/parity
+( LOG="$OUT/logs/parity-tp1.txt"; export CUDA_VISIBLE_DEVICES=1 OUT=/tmp/parity  # as run, the log went to the new OUT
   timeout 240 python3 -m pytest -q -rA -p no:cacheprovider test/gpu/test_parity.py -k "tiny_models-1 or oracle" \
-    > "$OUT/logs/parity-tp1.txt" 2>&1 ) &
+    > "$LOG" 2>&1 ) &
 PAR=$!
 CUDA_VISIBLE_DEVICES=0 python3 -m sglang_fastpath models kimi --layers 4 --routed-experts 16 --device cuda \
   --out $M/kimi-small > "$OUT/logs/kimi-small-models.log" 2>&1
