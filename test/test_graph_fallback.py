@@ -1,4 +1,4 @@
-"""Patch 0010: a step that runs without its CUDA graph says why, once, and is counted.
+"""Patch 0008: a step that runs without its CUDA graph says why, once, and is counted.
 
 Runs the patched tree's code on CPU with stand-ins: the admission decision of
 DecodeCudaGraphRunner must equal pristine 0.5.17's on every batch (the patch only

@@ -1,4 +1,4 @@
-# Call (nvidia-h200-x2, fresh host): the fork with its whole series (0001-0007, 0010: grouped verify
+# Call (nvidia-h200-x2, fresh host): the fork with its whole series (0001-0009: grouped verify
 # attention, fallback reasons, 400s for bad input) against stock 0.5.17, both from the same slim bundle.
 # GPU 1: greedy parity of the tiny and oracle pairs at TP=1 (EAGLE-3 on/off, graph on/off) while GPU 0
 # draws a small Kimi-shaped pair (MLA at Kimi widths, 4 layers, 16 INT4 experts, oracle-wired draft).
