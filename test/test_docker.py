@@ -417,17 +417,20 @@ class BuiltImage:
     engine: Engine
     build: Build
     config: dict  # docker image inspect's Config
+    patches: list[str]  # patches/series when the build read the context
 
 
 def _say(request: pytest.FixtureRequest, lines: list[str]) -> None:
-    """Print to the test log even under -q and output capture."""
+    """Print to the test log even under -q, past pytest's output capture."""
     reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is None:
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+    if reporter is None or capture is None:
         print(*lines, sep="\n", file=sys.__stderr__)
         return
-    reporter.ensure_newline()
-    for line in lines:
-        reporter.write_line(line)
+    with capture.global_and_fixture_disabled():
+        reporter.write("\n")
+        for line in lines:
+            reporter.write_line(line)
 
 
 @pytest.fixture(scope="module")
@@ -448,12 +451,13 @@ def image(image_env: ImageEnv, tmp_path_factory: pytest.TempPathFactory, request
         make_bases(engine, scratch)
         lines.append(f"docker image step: CI bases (debootstrap noble, docker import, Python 3.12) in "
                      f"{time.monotonic() - mark:.0f} s")
+        patches = read_series(REPO / "patches").names
         build = build_image(engine, scratch, image_env.dependency_wheels)
         inspect = json.loads(engine.docker("image", "inspect", build.image).stdout)[0]
         lines.append(f"docker image step: built {build.image} in {build.seconds:.0f} s, size "
                      f"{inspect['Size'] / 1e9:.2f} GB, {len(build.served_wheels)} dependency wheels from the install "
                      f"test's download, CA bundle secret {'given' if build.ca_secret else 'not needed'}")
-        yield BuiltImage(engine, build, inspect["Config"])
+        yield BuiltImage(engine, build, inspect["Config"], patches)
     finally:
         lines.append(f"docker image step: {engine.stop()}")
         lines.append(f"docker image step: {NOT_SERVED}")
@@ -472,7 +476,7 @@ def _in_image(image: BuiltImage, *cmd: str, user: str | None = None, timeout: fl
 def test_image_doctor_reports_the_fork_and_its_patches(image: BuiltImage) -> None:
     proc = _in_image(image, "python3", "-m", "sglang_fastpath", "doctor")
     assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
-    names = read_series(REPO / "patches").names
+    names = image.patches
     assert f"sglang {FORK}: fastpath on {BASE_VERSION}, {len(names)} patches applied" in proc.stdout, proc.stdout
     assert all(f"  patch {name}" in proc.stdout.splitlines() for name in names), proc.stdout
 
