@@ -11,7 +11,7 @@ exactly as the Dockerfile's runtime stage runs it; ``--mode overlay`` over the p
 0.5.17 wheel, as on the lmsysorg base; and every server flag of the docs' ``docker run``
 examples parsed by SGLang 0.5.17's own argument parser.
 
-The image (``network``, a Docker engine; about N minutes, see docs/docker.md): ``docker/Dockerfile``
+The image (``network``, a Docker engine; about 5 minutes on 2 shared cores, see docs/docker.md): ``docker/Dockerfile``
 built on a local Ubuntu 24.04 base made with debootstrap, its dependency lock installed from the
 wheels the install above downloaded (no second download), then checked in the container: the
 fork and its patches (``doctor``), SGLang's engine imports, ``launch_server --help``, a non-root
