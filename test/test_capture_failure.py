@@ -278,6 +278,26 @@ def test_in_ci_only_the_injected_failure_is_absorbed(trees, monkeypatch) -> None
     assert gf.capture_or_run_eager("target", failing(gf.InjectedCaptureFailure("switch"))) is None
 
 
+def test_with_several_ranks_only_the_injected_failure_is_absorbed(trees, monkeypatch) -> None:
+    """A real failure may hit one rank alone while the others wait in the capture: start-up must still fail."""
+    import torch.distributed as dist
+
+    gf = fallback(trees.patched)
+    monkeypatch.setattr(gf, "release_capture_memory", lambda: None)
+    monkeypatch.delenv("SGLANG_IS_IN_CI", raising=False)
+    monkeypatch.setattr(dist, "is_initialized", lambda: True)
+    monkeypatch.setattr(dist, "get_world_size", lambda group=None: 2)
+
+    def failing(cause: BaseException) -> Callable[[], Any]:
+        def capture() -> Any:
+            raise gf.CudaGraphCaptureError(f"Capture cuda graph failed: {cause}") from cause
+        return capture
+
+    with pytest.raises(gf.CudaGraphCaptureError):
+        gf.capture_or_run_eager("target", failing(RuntimeError("CUDA error: out of memory")))
+    assert gf.capture_or_run_eager("draft", failing(gf.InjectedCaptureFailure("switch"))) is None
+
+
 def test_warning_is_logged_on_rank_zero_only(trees, monkeypatch, caplog) -> None:
     gf = fallback(trees.patched)
     monkeypatch.setattr(gf, "release_capture_memory", lambda: None)
