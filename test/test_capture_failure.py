@@ -263,19 +263,21 @@ def test_only_capture_errors_are_absorbed(trees, monkeypatch) -> None:
     assert gf.capture_or_run_eager("target", raising(oom)) is None
 
 
+def failing_capture(gf: types.ModuleType, cause: BaseException) -> Callable[[], Any]:
+    """A capture that fails the way the patched runners do: CudaGraphCaptureError from ``cause``."""
+    def capture() -> Any:
+        raise gf.CudaGraphCaptureError(f"Capture cuda graph failed: {cause}") from cause
+    return capture
+
+
 def test_in_ci_only_the_injected_failure_is_absorbed(trees, monkeypatch) -> None:
     gf = fallback(trees.patched)
     monkeypatch.setattr(gf, "release_capture_memory", lambda: None)
     monkeypatch.setenv("SGLANG_IS_IN_CI", "1")
-
-    def failing(cause: RuntimeError) -> Callable[[], Any]:
-        def capture() -> Any:
-            raise gf.CudaGraphCaptureError(f"Capture cuda graph failed: {cause}") from cause
-        return capture
-
     with pytest.raises(gf.CudaGraphCaptureError):
-        gf.capture_or_run_eager("target", failing(RuntimeError("operation not permitted when stream is capturing")))
-    assert gf.capture_or_run_eager("target", failing(gf.InjectedCaptureFailure("switch"))) is None
+        gf.capture_or_run_eager("target", failing_capture(
+            gf, RuntimeError("operation not permitted when stream is capturing")))
+    assert gf.capture_or_run_eager("target", failing_capture(gf, gf.InjectedCaptureFailure("switch"))) is None
 
 
 def test_with_several_ranks_only_the_injected_failure_is_absorbed(trees, monkeypatch) -> None:
@@ -287,15 +289,9 @@ def test_with_several_ranks_only_the_injected_failure_is_absorbed(trees, monkeyp
     monkeypatch.delenv("SGLANG_IS_IN_CI", raising=False)
     monkeypatch.setattr(dist, "is_initialized", lambda: True)
     monkeypatch.setattr(dist, "get_world_size", lambda group=None: 2)
-
-    def failing(cause: BaseException) -> Callable[[], Any]:
-        def capture() -> Any:
-            raise gf.CudaGraphCaptureError(f"Capture cuda graph failed: {cause}") from cause
-        return capture
-
     with pytest.raises(gf.CudaGraphCaptureError):
-        gf.capture_or_run_eager("target", failing(RuntimeError("CUDA error: out of memory")))
-    assert gf.capture_or_run_eager("draft", failing(gf.InjectedCaptureFailure("switch"))) is None
+        gf.capture_or_run_eager("target", failing_capture(gf, RuntimeError("CUDA error: out of memory")))
+    assert gf.capture_or_run_eager("draft", failing_capture(gf, gf.InjectedCaptureFailure("switch"))) is None
 
 
 def test_warning_is_logged_on_rank_zero_only(trees, monkeypatch, caplog) -> None:
