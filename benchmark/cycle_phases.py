@@ -2,7 +2,7 @@
 
 Usage:
   python benchmark/cycle_phases.py TRACE_DIR_OR_FILE... [--json OUT.json] [--png OUT.png]
-      [--accept-len 3.0] [--timeline-cycles 3]
+      [--accept-len 3.0] [--timeline-cycles 3] [--launches N]
 
 Reads the torch-profiler traces that SGLang's ``start_profile`` writes (one per TP rank) and
 cuts the scheduler thread's timeline into **cycles**: from the start of one
@@ -45,7 +45,7 @@ import json
 import re
 import statistics
 import sys
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -261,6 +261,36 @@ def analyse(events: list[dict[str, Any]], label: str = "") -> tuple[CycleStats, 
     return _stats(label, cycles, tallies), cycles, tallies
 
 
+def launches_by_phase(events: list[dict[str, Any]], cycles: list[Cycle]) -> dict[str, Counter]:
+    """Per phase, how often each eager kernel, copy or memset was launched from it (all cycles)."""
+    thread = scheduler_thread(events)
+    names = {(e.get("args") or {}).get("correlation"): str(e.get("name", ""))
+             for e in events if e.get("cat") in GPU_CATS}
+    per: dict[str, Counter] = defaultdict(Counter)
+    for e in events:
+        if e.get("cat") != "cuda_runtime" or e.get("tid") != thread or "ts" not in e:
+            continue
+        name = str(e.get("name", ""))
+        if "Graph" in name or not ("Launch" in name or name.startswith(("cudaMemcpy", "cudaMemset"))):
+            continue
+        idx = _cycle_index(cycles, float(e["ts"]))
+        if idx is not None:
+            launched = names.get((e.get("args") or {}).get("correlation"), name)
+            per[phase_at(cycles[idx], float(e["ts"]))][launched] += 1
+    return per
+
+
+def launch_lines(per: dict[str, Counter], n_cycles: int, top: int) -> list[str]:
+    """The ``top`` eager launches of each phase, per cycle."""
+    lines = []
+    for phase in PHASES:
+        counts = per.get(phase)
+        if counts:
+            lines.append(f"{phase}: {sum(counts.values()) / n_cycles:.1f} eager launches per cycle")
+            lines += [f"  {n / n_cycles:5.1f}  {name[:100]}" for name, n in counts.most_common(top)]
+    return lines
+
+
 def _busy_within(spans: list[tuple[float, float]], lo: float, hi: float) -> float:
     """GPU busy time inside [lo, hi): the union of every GPU event, whoever launched it, clipped."""
     return union_length((max(s, lo), min(e, hi)) for s, e in spans if e > lo and s < hi)
@@ -337,6 +367,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", type=Path, default=None, help="write every trace's statistics here")
     p.add_argument("--png", type=Path, default=None, help="write a timeline of the first trace of each folder")
     p.add_argument("--timeline-cycles", type=int, default=3, help="cycles drawn in the timeline (3)")
+    p.add_argument("--launches", type=int, default=0, metavar="N",
+                   help="also print, per trace and phase, the N most frequent eager launches (kernel, copy, memset)")
     p.add_argument("--accept-len", type=float, default=None,
                    help="tokens per EAGLE-3 cycle: prints the GPU-bound ratio of each (bs, rank) that has both "
                         "a DECODE and a TARGET_VERIFY trace")
@@ -355,6 +387,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"cycle_phases: {exc}", file=sys.stderr)
         return 2
     print(table(stats))
+    for s, (label, cycles, events) in zip(stats, drawn) if args.launches else ():
+        print(f"\n{label} ({s.mode} bs={s.bs}):")
+        print("\n".join(launch_lines(launches_by_phase(events, cycles), len(cycles), args.launches)))
     if args.accept_len:
         for line in ratio_lines(stats, args.accept_len):
             print(line)

@@ -149,3 +149,17 @@ def test_timeline_png(tmp_path: Path) -> None:
     out = tmp_path / "timeline.png"
     draw([("spec", cycles, events)], out, 2)
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 10_000
+
+
+def test_eager_launches_by_phase_leave_graph_replays_out(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    events = spec_trace()
+    _, cycles, _ = cycle_phases.analyse(events, "spec")
+    per = cycle_phases.launches_by_phase(events, cycles)
+    assert dict(per) == {"accept": {"argmax_kernel": 5}, "run_tail": {"Memcpy DtoH (Device -> Pinned)": 5}}
+    lines = cycle_phases.launch_lines(per, len(cycles), 3)
+    assert lines[0] == "accept: 1.0 eager launches per cycle" and lines[1].split() == ["1.0", "argmax_kernel"]
+    path = tmp_path / "e2e_spec-bs1"
+    path.mkdir()
+    (path / "1-TP-0.trace.json.gz").write_bytes(gzip.compress(json.dumps({"traceEvents": events}).encode()))
+    assert cycle_phases.main([str(path), "--launches", "2"]) == 0
+    assert "run_tail: 1.0 eager launches per cycle" in capsys.readouterr().out
