@@ -1,4 +1,7 @@
-"""Shared pytest setup: the ``gpu`` marker, skipped (and reported as skipped) without CUDA."""
+"""Shared pytest setup: ``gpu`` tests are skipped (and reported as skipped) without CUDA.
+
+The markers (``gpu``, ``network``, ``slow``) are registered in pytest.ini.
+"""
 
 from __future__ import annotations
 
@@ -11,11 +14,6 @@ def _cuda_available() -> bool:
     except ImportError:
         return False
     return torch.cuda.is_available()
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "gpu: needs a CUDA GPU; skipped on CPU-only machines")
-    config.addinivalue_line("markers", "network: downloads from the package index")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

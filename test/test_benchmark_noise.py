@@ -26,6 +26,9 @@ from benchmark import compare, run  # noqa: E402
 from benchmark.rounds import merge, merge_rounds  # noqa: E402
 from benchmark.schema import Record, ResultSet  # noqa: E402
 
+# slow: seeded fake worker processes run round after round through the orchestrator, about 16 s on 2 cores (test/README.md).
+pytestmark = pytest.mark.slow
+
 PROCESS_NOISE = 0.05  # each process is up to 5% slower or faster than another, on every point
 POINT_NOISE = 0.03  # and each point of it up to 3% more
 MODES = (("decode", 1), ("verify", 2), ("verify", 4))

@@ -77,6 +77,7 @@ def _metadata_version(site: Path, name: str) -> str:
     return dists[0].version
 
 
+@pytest.mark.network
 def test_slim_fits_one_device_call(bundle) -> None:
     on_disk = sum(p.stat().st_size for p in bundle.out.rglob("*") if p.is_file())
     assert bundle.total_bytes == on_disk
@@ -84,6 +85,7 @@ def test_slim_fits_one_device_call(bundle) -> None:
     assert bundle.fits_device
 
 
+@pytest.mark.network
 def test_every_wheel_has_a_valid_record_and_trimmed_ones_say_so(bundle) -> None:
     wheels = _wheels(bundle.out)
     for path in wheels.values():
@@ -98,6 +100,7 @@ def test_every_wheel_has_a_valid_record_and_trimmed_ones_say_so(bundle) -> None:
     assert wheels["sglang"].name == f"sglang-{fastpath_version()}-1slim-cp312-cp312-manylinux_2_34_x86_64.whl"
 
 
+@pytest.mark.network
 def test_slim_drops_what_it_says_and_keeps_sm90_ops(bundle) -> None:
     names = {n: zipfile.ZipFile(p).namelist() for n, p in _wheels(bundle.out).items()}
     kernel = names["sglang-kernel"]
@@ -113,6 +116,7 @@ def test_slim_drops_what_it_says_and_keeps_sm90_ops(bundle) -> None:
     assert "sgl_kernel/flash_ops.abi3.so" in kernel_entry["dropped"]
 
 
+@pytest.mark.network
 def test_manifest_lists_every_file_and_what_the_host_keeps(bundle) -> None:
     m = bundle.manifest
     assert m["profile"] == "slim" and m["arches"] == ["sm90"]
@@ -133,6 +137,7 @@ def test_manifest_lists_every_file_and_what_the_host_keeps(bundle) -> None:
     assert "tilelang" in m["not_shipped"] and "torch" not in m["not_shipped"]
 
 
+@pytest.mark.network
 def test_patched_sglang_and_stock_overlay(bundle) -> None:
     m = bundle.manifest
     assert m["sglang"]["version"] == fastpath_version()
@@ -145,6 +150,7 @@ def test_patched_sglang_and_stock_overlay(bundle) -> None:
     assert (bundle.out / "stock-overlay" / "REMOVE").read_text() == f"{ADDED}\n"
 
 
+@pytest.mark.network
 def test_install_fork_and_stock_sites_offline(bundle, tmp_path: Path) -> None:
     fork, stock = tmp_path / "site-fork", tmp_path / "site-stock"
     for site, flags in ((fork, ["--cross"]), (stock, ["--cross", "--stock"])):
@@ -163,6 +169,7 @@ def test_install_fork_and_stock_sites_offline(bundle, tmp_path: Path) -> None:
     assert again.returncode == 0, again.stderr
 
 
+@pytest.mark.network
 def test_install_refuses_tampered_bundle_and_wrong_python(bundle, tmp_path: Path) -> None:
     copy = tmp_path / "bundle"
     shutil.copytree(bundle.out, copy)

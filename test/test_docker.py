@@ -104,7 +104,6 @@ def test_dockerignore_admits_every_copy_source() -> None:
 # ---------------------------------------------------------------- locks
 
 
-@pytest.mark.network
 @pytest.mark.parametrize("tag", python_tags())
 def test_lock_satisfies_the_wheels_requirements(tag: str) -> None:
     lock = read_lock(lock_path(DOCKER / "lock", tag))

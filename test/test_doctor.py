@@ -16,6 +16,9 @@ from sglang_fastpath.moe_config import config_file_name, lookup, moe_shape
 from sglang_fastpath.pins import BASE_VERSION, fastpath_version
 from sglang_fastpath.wheel import build_wheels
 
+# slow: pip installs the pinned stock and fork wheels into sites, about 20 s on 2 cores (test/README.md).
+pytestmark = pytest.mark.slow
+
 KIMI_INT4 = {
     "model_type": "deepseek_v3", "n_routed_experts": 384, "moe_intermediate_size": 2048,
     "quantization_config": {"quant_method": "compressed-tensors", "format": "pack-quantized",

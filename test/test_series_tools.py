@@ -20,6 +20,9 @@ from sglang_fastpath.pins import BASE_VERSION, find_pin, fastpath_version
 from sglang_fastpath.source import make_source
 from sglang_fastpath.wheel import build_wheels, verify_record
 
+# slow: real wheel builds, source trees and export round trips, about 50 s on 2 cores (test/README.md).
+pytestmark = pytest.mark.slow
+
 EDITED = "python/sglang/srt/utils/__init__.py"
 ADDED = "python/sglang/srt/fastpath_test_marker.py"
 

@@ -33,6 +33,9 @@ from fastpath_kernels.moe.layout import (
     unpack_int4,
 )
 
+# slow: the TRITON_INTERPRET child process takes about 45 s on 2 cores (test/README.md).
+pytestmark = pytest.mark.slow
+
 TOP_K = 2
 # (name, E, I, hidden, M, config kwargs; tiles are GemmTile fields): BLOCK_K below, at and above the
 # group; split-K on both GEMMs; pipelined K loops; each way of running the down GEMM; grouped runs

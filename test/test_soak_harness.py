@@ -32,6 +32,9 @@ from benchmark.soak.report import percentile  # noqa: E402
 from benchmark.soak.server import parse_metric, server_facts, without_speculation  # noqa: E402
 from benchmark.soak.soak import SoakConfig, run_soak  # noqa: E402
 
+# slow: real stand-in servers soaked for seconds each, about 45 s on 2 cores (test/README.md).
+pytestmark = pytest.mark.slow
+
 STANDIN = Path(__file__).with_name("soak_standin.py")
 SMALL = SoakConfig(duration_s=2.0, clients=8, burst=40, parity_prompts=4, disconnects=4, aborts=2, max_prompt=64,
                    max_output=32, request_timeout_s=20.0, drain_timeout_s=3.0)  # fmt: skip

@@ -299,6 +299,7 @@ def results(trees) -> dict[str, dict]:  # noqa: F811
             for i, r in enumerate(json.loads(done.stdout.splitlines()[-1]))}
 
 
+@pytest.mark.slow  # the TRITON_INTERPRET child process (``results``), about 12 s on 2 cores
 @pytest.mark.parametrize("index", range(len(DISPATCH)))
 def test_triton_backend_dispatch(results: dict[str, dict], index: int):
     """The patched forward_extend runs the new kernel for target verify, else extend, and the output is right."""
@@ -366,6 +367,7 @@ def test_default_mla_tile_fits_shared_memory(trees, arch: int, k: int, limit: in
     assert compiled_shared_memory(trees.patched, arch, k, limit) <= limit
 
 
+@pytest.mark.slow  # the TRITON_INTERPRET child process (``results``), about 12 s on 2 cores
 @pytest.mark.parametrize("name", [c.name for c in CASES])
 def test_matches_float64_reference(results: dict[str, dict], name: str):
     r = results[name]
@@ -373,6 +375,7 @@ def test_matches_float64_reference(results: dict[str, dict], name: str):
     assert r["rel_ref"] < 5e-3, f"{name}: max relative error vs float64 {r['rel_ref']}"
 
 
+@pytest.mark.slow  # the TRITON_INTERPRET child process (``results``), about 12 s on 2 cores
 @pytest.mark.parametrize("name", [c.name for c in CASES])
 def test_matches_sglang_extend_kernel(results: dict[str, dict], name: str):
     r = results[name]
@@ -380,6 +383,7 @@ def test_matches_sglang_extend_kernel(results: dict[str, dict], name: str):
     assert r["rel_extend"] < 5e-3, f"{name}: max relative difference vs extend_attention_fwd {r['rel_extend']}"
 
 
+@pytest.mark.slow  # the TRITON_INTERPRET child process (``results``), about 12 s on 2 cores
 @pytest.mark.parametrize("name", [c.name for c in CASES])
 def test_writes_nothing_outside_its_rows(results: dict[str, dict], name: str):
     assert results[name]["spare_untouched"]
