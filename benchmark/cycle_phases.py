@@ -54,7 +54,8 @@ if __package__ in (None, ""):  # run as a script: import the package from the re
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 from benchmark.errors import BenchError  # noqa: E402
-from benchmark.trace_summary import GPU_CATS, kernel_category, load_trace, trace_files, union_length  # noqa: E402
+from benchmark.trace_summary import (  # noqa: E402
+    CUDA_API_CATS, GPU_CATS, kernel_category, load_trace, trace_files, union_length)
 
 RUN_BATCH = "scheduler.run_batch"
 LOOP_SPANS = {"scheduler.process_batch_result": "result", "scheduler.recv_requests": "recv",
@@ -218,14 +219,7 @@ def analyse(events: list[dict[str, Any]], label: str = "") -> tuple[CycleStats, 
     tallies = [_CycleTally() for _ in cycles]
     launch_phase: dict[Any, tuple[int, str]] = {}
     gpu_spans: list[tuple[float, float]] = []
-    for e in events:  # CPU side: the scheduler thread's CUDA calls, by cycle and phase
-        if e.get("cat") not in ("cuda_runtime", "cuda_driver") or e.get("tid") != thread or "ts" not in e:
-            continue
-        ts = float(e["ts"])
-        idx = _cycle_index(cycles, ts)
-        if idx is None:
-            continue
-        phase = phase_at(cycles[idx], ts)
+    for e, idx, phase in cuda_calls(events, cycles, thread):  # CPU side, by cycle and phase
         name = str(e.get("name", ""))
         corr = (e.get("args") or {}).get("correlation")
         if corr is not None:
@@ -261,22 +255,29 @@ def analyse(events: list[dict[str, Any]], label: str = "") -> tuple[CycleStats, 
     return _stats(label, cycles, tallies), cycles, tallies
 
 
+def cuda_calls(events: list[dict[str, Any]], cycles: list[Cycle], thread: Any):
+    """The thread's CUDA runtime and driver calls that fall in a cycle: (event, cycle index, phase)."""
+    for e in events:
+        if e.get("cat") not in CUDA_API_CATS or e.get("tid") != thread or "ts" not in e:
+            continue
+        ts = float(e["ts"])
+        idx = _cycle_index(cycles, ts)
+        if idx is not None:
+            yield e, idx, phase_at(cycles[idx], ts)
+
+
 def launches_by_phase(events: list[dict[str, Any]], cycles: list[Cycle]) -> dict[str, Counter]:
-    """Per phase, how often each eager kernel, copy or memset was launched from it (all cycles)."""
+    """Per phase, how often each eager kernel (runtime or driver API, so Triton's too), copy or memset
+    was launched from it (all cycles)."""
     thread = scheduler_thread(events)
     names = {(e.get("args") or {}).get("correlation"): str(e.get("name", ""))
              for e in events if e.get("cat") in GPU_CATS}
     per: dict[str, Counter] = defaultdict(Counter)
-    for e in events:
-        if e.get("cat") != "cuda_runtime" or e.get("tid") != thread or "ts" not in e:
-            continue
+    for e, _, phase in cuda_calls(events, cycles, thread):
         name = str(e.get("name", ""))
         if "Graph" in name or not ("Launch" in name or name.startswith(("cudaMemcpy", "cudaMemset"))):
             continue
-        idx = _cycle_index(cycles, float(e["ts"]))
-        if idx is not None:
-            launched = names.get((e.get("args") or {}).get("correlation"), name)
-            per[phase_at(cycles[idx], float(e["ts"]))][launched] += 1
+        per[phase][names.get((e.get("args") or {}).get("correlation"), name)] += 1
     return per
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from benchmark.cycle_phases import PHASES, Cycle, phase_at, scheduler_thread
+from benchmark.cycle_phases import PHASES, Cycle, cuda_calls, scheduler_thread
 from benchmark.trace_summary import GPU_CATS
 
 COLORS = dict(zip(PHASES, ("#bdbdbd", "#1f77b4", "#9edae5", "#d62728", "#ff7f0e", "#2ca02c", "#c7c7c7",
@@ -18,15 +18,8 @@ COLORS = dict(zip(PHASES, ("#bdbdbd", "#1f77b4", "#9edae5", "#d62728", "#ff7f0e"
 
 
 def _gpu_bars(events: list[dict[str, Any]], cycles: list[Cycle], lo: float, hi: float) -> list[tuple[float, float, str]]:
-    thread = scheduler_thread(events)
-    phase_of: dict[Any, str] = {}
-    for e in events:
-        if e.get("cat") in ("cuda_runtime", "cuda_driver") and e.get("tid") == thread and "ts" in e:
-            ts = float(e["ts"])
-            for c in cycles:
-                if c.start <= ts < c.end:
-                    phase_of[(e.get("args") or {}).get("correlation")] = phase_at(c, ts)
-                    break
+    phase_of = {(e.get("args") or {}).get("correlation"): phase
+                for e, _, phase in cuda_calls(events, cycles, scheduler_thread(events))}
     bars = []
     for e in events:
         if e.get("cat") in GPU_CATS and "ts" in e:

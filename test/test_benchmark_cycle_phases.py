@@ -163,3 +163,19 @@ def test_eager_launches_by_phase_leave_graph_replays_out(capsys: pytest.CaptureF
     (path / "1-TP-0.trace.json.gz").write_bytes(gzip.compress(json.dumps({"traceEvents": events}).encode()))
     assert cycle_phases.main([str(path), "--launches", "2"]) == 0
     assert "run_tail: 1.0 eager launches per cycle" in capsys.readouterr().out
+
+
+def test_driver_api_launches_count_like_runtime_ones() -> None:
+    """Triton launches through cuLaunchKernel (cat cuda_driver): counted in the cycle and in its phase."""
+    t = TraceBuilder()
+    t.events = spec_trace()
+    t.corr = 5000
+    for i in range(6):
+        t.launch(10_000 + 10_000 * i + 4700, 10_000 + 10_000 * i + 5650, 10, api="cuLaunchKernel",
+                 kernel="triton_accept_kernel")
+    for e in t.events:
+        if e.get("name") == "cuLaunchKernel":
+            e["cat"] = "cuda_driver"
+    stats, cycles, _ = cycle_phases.analyse(t.events, "spec")
+    assert stats.launches_per_cycle == {"kernel": 2, "graph": 3}
+    assert cycle_phases.launches_by_phase(t.events, cycles)["accept"] == {"argmax_kernel": 5, "triton_accept_kernel": 5}
