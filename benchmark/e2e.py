@@ -19,7 +19,9 @@ and summarized (``engine_probes``). With real acceptance (``acc_len`` 0) the job
 greedy parity: the spec-on engine's output token ids at each batch size must equal the
 spec-off engine's (an ``output_digest`` line per engine and bs, then a ``greedy_parity``
 line; a mismatch is an error of the job). Simulated acceptance changes the output by design,
-so it is not checked then.
+so it is not checked then. With ``pysample_runs``, after the timed runs each batch size is
+run that many more times with a sampling profiler of the scheduler loop on
+(``pysample_site``), its samples in ``<job>-pysample/`` (read by ``benchmark/pysample.py``).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import os
 import statistics
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from benchmark import engine_probes
 from benchmark.floor import ModelShape
@@ -149,6 +151,12 @@ def run_engine(spec: dict[str, Any], sink: Sink, speculative: bool) -> dict[int,
                                 value=sum(accepts) / len(accepts), n=len(accepts), extra=extra)
             except Exception as exc:  # noqa: BLE001 - the other batch sizes still run
                 sink.error(f"{mode} bs={bs} k={k} topk={topk}", exc)
+        for bs in e["bs"] if e.get("pysample_runs") else ():
+            try:
+                sampled_runs(engine, lambda: _generate(engine, prompts[:bs], e["output_len"]),
+                             f"{mode}-bs{bs}", e["pysample_runs"])
+            except Exception as exc:  # noqa: BLE001 - a failed sample leaves the timings standing
+                sink.error(f"{mode} bs={bs} pysample", exc)
         for bs in e["bs"] if e.get("profile_steps") else ():
             try:
                 folder = Path(spec["trace_dir"]) / f"{mode}-bs{bs}"
@@ -163,7 +171,36 @@ def run_engine(spec: dict[str, Any], sink: Sink, speculative: bool) -> dict[int,
     return digests
 
 
+PYSAMPLE_SITE = Path(__file__).resolve().parent / "pysample_site"
+
+
+def enable_pysample(folder: Path) -> None:
+    """Make the engines started from now on sample their scheduler loop into ``folder``.
+
+    The scheduler processes are new interpreters: ``pysample_site`` on their PYTHONPATH
+    starts the sampler (``fastpath_pysample``) before SGLang is imported.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    os.environ["FASTPATH_PYSAMPLE_DIR"] = str(folder)
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PYSAMPLE_SITE), os.environ.get("PYTHONPATH")]))
+
+
+def sampled_runs(engine: Any, run: Callable[[], Any], label: str, runs: int) -> None:
+    """``run()`` ``runs`` times with the scheduler sampler on under ``label``."""
+    switch = Path(os.environ["FASTPATH_PYSAMPLE_DIR"]) / "on"
+    switch.write_text(label)
+    time.sleep(0.2)  # the sampler looks for the switch every 50 ms
+    try:
+        for _ in range(runs):
+            run()
+    finally:
+        switch.unlink()
+        time.sleep(2.5)  # the sampler writes its counts every 2 s
+
+
 def run_job(spec: dict[str, Any], sink: Sink, out: str) -> int:
+    if spec["e2e"].get("pysample_runs"):
+        enable_pysample(Path(str(Path(out).with_suffix("")) + "-pysample"))
     if spec["e2e"]["acc_len"] > 0:  # read by the spawned scheduler; 0 keeps the draft's real acceptance
         os.environ["SGLANG_SIMULATE_ACC_LEN"] = str(spec["e2e"]["acc_len"])
     spec = {**spec, "trace_dir": str(Path(out).with_suffix("")) + "-traces"}

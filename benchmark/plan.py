@@ -112,6 +112,7 @@ class E2EPoints:
     draft_tokens: int = 4
     profile_steps: int = 0  # > 0: after the timed runs, a torch-profiler trace of this many steps per bs
     runs: int = 1  # timed generate calls per batch size and engine; the median is reported
+    pysample_runs: int = 0  # > 0: after the timed runs, this many more per bs with the scheduler sampled
 
 
 @dataclass(frozen=True)
@@ -194,6 +195,8 @@ class Job:
             s = IMPORT_S + 2 * start + ENGINE_SPEC_EXTRA_S + 2 * len(e.bs) * e.runs * generate_s
             if e.profile_steps:  # one more generate per batch size, and the ranks writing their traces
                 s += 2 * len(e.bs) * (generate_s + PROFILE_WRITE_S)
+            if e.pysample_runs:  # the sampled generate calls, and the sampler writing its counts
+                s += 2 * len(e.bs) * (e.pysample_runs * generate_s + 3.0)
         return s * self.calibration
 
     def spec(self) -> dict[str, Any]:

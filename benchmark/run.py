@@ -88,6 +88,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--profile-steps", type=int,
                    help="e2e: after the timed runs, record a torch-profiler trace of N steps per batch size "
                         "and summarize where GPU time went (benchmark/trace_summary.py)")
+    p.add_argument("--pysample-runs", type=int, metavar="N",
+                   help="e2e: after the timed runs, N more generate calls per batch size with a sampling "
+                        "profiler of the scheduler loop (benchmark/pysample.py reads it)")
     p.add_argument("--eager", action="store_true", default=None, help="also time each point without graphs")
     p.add_argument("--cuda-graph-max-bs", type=int, help="capture graphs only up to this batch size")
     p.add_argument("--server-args", type=json.loads, default={}, metavar="JSON",
@@ -131,6 +134,7 @@ def make_plan(args: argparse.Namespace, gpus: int, variants: list[Variant]) -> P
     model_args, speculative = manifest(args.models)
     e2e = with_points(e2e, bs=args.bs, prompt_len=args.prompt_len, output_len=args.output_len,
                       acc_len=args.acc_len, profile_steps=args.profile_steps, runs=args.e2e_runs,
+                      pysample_runs=args.pysample_runs,
                       steps=speculative.get("speculative_num_steps"),
                       topk=speculative.get("speculative_eagle_topk"),
                       draft_tokens=speculative.get("speculative_num_draft_tokens"))

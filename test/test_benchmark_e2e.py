@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import sys
 import types
 from pathlib import Path
@@ -25,6 +26,7 @@ class FakeEngine:
     """Counts 17 all-reduces per generated token (decode) or 4 per token (verify), like the fork's telemetry."""
 
     started: list[dict] = []
+    sampled: list[str] = []
     spec_shift = 0
 
     def __init__(self, **kwargs: object) -> None:
@@ -36,6 +38,9 @@ class FakeEngine:
 
     def generate(self, input_ids: list[list[int]], sampling_params: dict) -> list[dict]:
         n = sampling_params["max_new_tokens"]
+        switch = Path(os.environ.get("FASTPATH_PYSAMPLE_DIR", "/nonexistent")) / "on"
+        if switch.is_file():  # what the sampler in the scheduler would see
+            FakeEngine.sampled.append(switch.read_text())
         self.count += len(input_ids) * n * (4 if self.spec else 17)
         if self.profile_dir:  # the scheduler writes its trace when the profiled steps are done
             with gzip.open(Path(self.profile_dir) / "1-TP-0.trace.json.gz", "wt") as f:
@@ -163,3 +168,20 @@ def test_simulated_acceptance_is_not_checked_for_parity(tmp_path, models, monkey
     out = tmp_path / "job.jsonl"
     assert e2e.run_job(spec, Sink(str(out)), str(out)) == 0
     assert "greedy_parity" not in out.read_text()
+
+
+def test_pysample_runs_are_labelled_and_reach_the_schedulers_path(tmp_path, models, monkeypatch):
+    monkeypatch.setattr(e2e.time, "sleep", lambda s: None)
+    monkeypatch.setenv("PYTHONPATH", "site")
+    monkeypatch.delenv("FASTPATH_PYSAMPLE_DIR", raising=False)
+    FakeEngine.sampled.clear()
+    spec = {"models": str(models), "backend": "triton", "server_args": {},
+            "e2e": {"bs": [1, 4], "prompt_len": 4, "output_len": 8, "acc_len": 3.0, "steps": 3, "topk": 1,
+                    "draft_tokens": 4, "profile_steps": 0, "pysample_runs": 2}}
+    out = tmp_path / "job.jsonl"
+    assert e2e.run_job(spec, Sink(str(out)), str(out)) == 0
+    folder = Path(os.environ["FASTPATH_PYSAMPLE_DIR"])
+    assert folder == Path(str(out.with_suffix("")) + "-pysample") and not (folder / "on").exists()
+    assert os.environ["PYTHONPATH"].split(os.pathsep) == [str(e2e.PYSAMPLE_SITE), "site"]
+    assert FakeEngine.sampled == ["e2e_nospec-bs1"] * 2 + ["e2e_nospec-bs4"] * 2 + ["e2e_spec-bs1"] * 2 + [
+        "e2e_spec-bs4"] * 2
