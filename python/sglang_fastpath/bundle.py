@@ -112,12 +112,9 @@ def _stock_overlay(fork: BuiltWheel, dest: Path) -> dict:
     return {"base_wheel": pristine.name, "base_sha256": sha256_of(pristine), "restored": restored, "removed": added}
 
 
-def _install_script(dest: Path, fork: BuiltWheel) -> None:
-    text = (DATA_DIR / "install.sh").read_text()
-    for key, value in {"PYTHON": TARGET_PYTHON, "PYTAG": TARGET_TAG[2:], "BASE_VERSION": BASE_VERSION,
-                       "FORK_VERSION": fork.version, "PIP_TARGET_ARGS": " ".join(target_args())}.items():
-        text = text.replace(f"@{key}@", value)
-    dest.write_text(text)
+def _install_script(dest: Path) -> None:
+    """The bundle's install.sh: runs ``sglang-fastpath install --mode bundle`` from the bundle's tool wheel."""
+    shutil.copyfile(DATA_DIR / "install.sh", dest)
     dest.chmod(0o755)
 
 
@@ -168,9 +165,9 @@ def build_bundle(opts: BundleOptions) -> Bundle:
                        "origin": origin, "why": why.get(name, "required (pip resolution)")})
     tool = _tool_wheel(opts.out / "wheels")
     wheels.append({"file": f"wheels/{tool.name}", "project": "sglang-fastpath", "version": __version__,
-                   "origin": "tool", "why": "this CLI on the host: doctor, demo, models"})
+                   "origin": "tool", "why": "this CLI on the host: install (install.sh runs it), doctor, demo, models"})
     overlay = _stock_overlay(fork, opts.out / "stock-overlay")
-    _install_script(opts.out / "install.sh", fork)
+    _install_script(opts.out / "install.sh")
     files = _files(opts.out)
     (opts.out / "SHA256SUMS").write_text("".join(f"{f['sha256']}  {f['path']}\n" for f in files))
     manifest = {

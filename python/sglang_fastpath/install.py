@@ -1,7 +1,10 @@
-"""Install the fork's wheelhouse into one Python environment: the image's and CI's one code path.
+"""Install the fork into one Python environment: the one install code path of the project.
 
-``docker/install.sh`` runs this module; the Dockerfile runs that script, and so does
-``test/test_docker.py`` in a fresh virtual environment. Two modes:
+``sglang-fastpath install`` (``commands/install.py``) runs it; so does ``docker/install.sh``
+(``python -m sglang_fastpath.install``, the same verb without the CLI's other imports, for a
+bare environment), which the Dockerfile, ``demo.sh`` and ``test/test_docker.py`` run. The
+offline bundle's modes (``--mode bundle``) are in ``install_bundle.py``, on the same probe and
+pip call. Two modes for a wheelhouse:
 
 ``full``
     The environment has no SGLang (a bare CUDA image, a new venv). Install the locked
@@ -54,6 +57,7 @@ print(json.dumps({
     "tag": "cp%d%d" % sys.version_info[:2],
     "machine": platform.machine(),
     "sglang": version,
+    "purelib": sysconfig.get_paths()["purelib"],
     "externally_managed": os.path.isfile(marker) and sys.prefix == sys.base_prefix,
 }))
 """
@@ -81,6 +85,7 @@ class Target:
     machine: str
     sglang: str | None  # the installed sglang version, None when absent
     externally_managed: bool  # a PEP 668 system Python: pip needs --break-system-packages
+    purelib: str = ""  # where pip installs pure-Python packages for this interpreter
 
 
 @dataclass(frozen=True)
@@ -120,7 +125,7 @@ def probe(python: str) -> Target:
         info = _run_python(python, _PROBE)
     except FileNotFoundError:
         raise FastpathError(f"no interpreter at {python!r}: pass --python the environment's python") from None
-    return Target(python, info["tag"], info["machine"], info["sglang"], info["externally_managed"])
+    return Target(python, info["tag"], info["machine"], info["sglang"], info["externally_managed"], info["purelib"])
 
 
 def distribution_of(wheel: Path) -> str:
@@ -172,13 +177,14 @@ def check_mode(mode: Mode, target: Target) -> None:
                             f"use the lmsysorg/sglang:v{BASE_VERSION}-cu130 base, or --mode full in a fresh environment")
 
 
-def _pip_install(target: Target, *args: str) -> None:
+def pip_install(target: Target, *args: str, env: dict[str, str] | None = None) -> None:
+    """``pip install --no-deps ARGS`` with the target interpreter (``env`` added to its environment)."""
     cmd = [target.python, "-m", "pip", "install", "--no-deps", "--disable-pip-version-check"]
     if target.externally_managed:
         cmd.append("--break-system-packages")
     cmd += list(args)
     print("+ " + " ".join(cmd), flush=True)
-    proc = subprocess.run(cmd, env=_target_env())
+    proc = subprocess.run(cmd, env={**_target_env(), **(env or {})})
     if proc.returncode != 0:
         raise FastpathError(f"pip install exited with status {proc.returncode} (its message is above)")
 
@@ -233,40 +239,28 @@ def install(source: Path, mode: Mode, python: str, lock_dir: Path) -> InstallRep
         lock = read_lock(lock_file)
         if lock.base_version != BASE_VERSION or lock.python_tag != target.tag:
             raise FastpathError(f"{lock_file} locks sglang {lock.base_version} for {lock.python_tag}, not "
-                                f"{BASE_VERSION} for {target.tag}: regenerate it with 'python -m sglang_fastpath.lock'")
-        _pip_install(target, "--require-hashes", "--only-binary=:all:", "-r", str(lock_file))
-        _pip_install(target, str(house.sglang), *map(str, house.extras))
+                                f"{BASE_VERSION} for {target.tag}: regenerate it with 'sglang-fastpath lock'")
+        pip_install(target, "--require-hashes", "--only-binary=:all:", "-r", str(lock_file))
+        pip_install(target, str(house.sglang), *map(str, house.extras))
     else:
-        _pip_install(target, "--force-reinstall", str(house.sglang), *map(str, house.extras))
+        pip_install(target, "--force-reinstall", str(house.sglang), *map(str, house.extras))
     report = InstallReport(mode, target, house)
     verify(report)
     return report
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="docker/install.sh", description="Install the fork's wheelhouse into "
-                                     "a Python environment and verify it (modes: see python/sglang_fastpath/install.py).")
-    parser.add_argument("source", type=Path, help="the wheelhouse folder (docker/build-wheels.sh) or one fork wheel")
-    parser.add_argument("--mode", required=True, choices=[m.value for m in Mode],
-                        help="full: no sglang yet, install the locked dependencies too; "
-                        "overlay: sglang BASE_VERSION present, replace only sglang")
-    parser.add_argument("--python", default=sys.executable, help="the environment's interpreter (default: this one)")
-    parser.add_argument("--lock-dir", type=Path, default=DEFAULT_LOCK_DIR, help="folder of <tag>.txt locks")
+    """``python -m sglang_fastpath.install ARGS``: ``sglang-fastpath install ARGS`` for a bare environment."""
+    from sglang_fastpath.commands import install as verb
+
+    parser = argparse.ArgumentParser(prog="python -m sglang_fastpath.install", description=verb.DESCRIPTION)
+    verb.configure(parser)
     args = parser.parse_args(argv)
     try:
-        report = install(args.source, Mode(args.mode), args.python, args.lock_dir)
-    except VerifyError as exc:
-        print(f"install: verification failed: {exc}", file=sys.stderr)
-        return 1
+        return verb.run(args)
     except FastpathError as exc:
         print(f"install: error: {exc}", file=sys.stderr)
         return 2
-    for warning in report.warnings:
-        print(f"install: warning (not the fork's): {warning}", file=sys.stderr)
-    extras = ", ".join(w.name for w in report.wheelhouse.extras) or "none"
-    print(f"install: sglang {report.installed_version} ({report.mode.value} mode, {report.target.tag}) "
-          f"into {report.target.python}; extras: {extras}; pip check ok")
-    return 0
 
 
 if __name__ == "__main__":

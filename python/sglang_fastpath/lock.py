@@ -12,7 +12,7 @@ wheels that need no newer glibc than SGLang's own wheel (manylinux_2_34). The
 resolve ignores pip configuration files, find-links and constraint files: a lock
 holds only what the package index serves.
 
-    python -m sglang_fastpath.lock --python python3.12 dist/sglang-0.5.17+fastpath.1-cp312-*.whl
+    sglang-fastpath lock --python python3.12 dist/sglang-0.5.17+fastpath.1-cp312-*.whl
 """
 
 from __future__ import annotations
@@ -127,7 +127,7 @@ def render(pins: list[Pin], python_tag: str, wheel_name: str) -> str:
 
 def read_lock(path: Path) -> Lock:
     if not path.is_file():
-        raise FastpathError(f"no dependency lock at {path}: write it with 'python -m sglang_fastpath.lock'")
+        raise FastpathError(f"no dependency lock at {path}: write it with 'sglang-fastpath lock'")
     base = tag = ""
     pins = []
     for lineno, line in enumerate(path.read_text().splitlines(), 1):
@@ -156,19 +156,17 @@ def write_lock(wheel: Path, python: str, lock_dir: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m sglang_fastpath.lock", description=__doc__.split("\n\n")[0])
-    parser.add_argument("wheel", type=Path, help="the fork wheel (sglang-BASE+fastpath.N-cpXY-...whl)")
-    parser.add_argument("--python", default=sys.executable, help="an interpreter of the target Python version")
-    parser.add_argument("--lock-dir", type=Path, default=DEFAULT_LOCK_DIR,
-                        help="where <tag>.txt goes (default: docker/lock of this checkout)")
+    """``python -m sglang_fastpath.lock ARGS``: ``sglang-fastpath lock ARGS``."""
+    from sglang_fastpath.commands import lock as verb
+
+    parser = argparse.ArgumentParser(prog="python -m sglang_fastpath.lock", description=verb.DESCRIPTION)
+    verb.configure(parser)
     args = parser.parse_args(argv)
     try:
-        out = write_lock(args.wheel, args.python, args.lock_dir)
+        return verb.run(args)
     except FastpathError as exc:
         print(f"lock: error: {exc}", file=sys.stderr)
         return 2
-    print(f"{out}: {len(read_lock(out).pins)} packages")
-    return 0
 
 
 if __name__ == "__main__":
