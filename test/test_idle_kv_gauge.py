@@ -1,10 +1,11 @@
-"""The idle republish of the KV usage gauge in the patched SGLang 0.5.17 (patch 0006), on CPU.
+"""The idle republish of the KV usage gauge in the patched SGLang (patch 0006), on CPU.
 
 Runs ``SchedulerMetricsReporter._maybe_log_idle_metrics`` of the tree, executed
 from its source file, on a stand-in reporter whose last published report is a
 prefill made while nothing else ran: 0 running requests, the new request's 24
-KV tokens. That request has finished; the pool is empty. The patched tree must
-republish 0 at once; pristine 0.5.17 keeps 24 on the gauge for 30 s (xfail).
+KV tokens. That request has finished; the pool is empty. The patched trees (0.5.17
+and the upstream port, 0.5.23) must republish 0 at once; pristine 0.5.17 and 0.5.23
+keep 24 on the gauge for 30 s (xfail).
 """
 
 from __future__ import annotations
@@ -17,12 +18,16 @@ from typing import Any
 
 import pytest
 
-from sglang_trees import TreeImporter, load_defs, source, trees  # noqa: F401 (trees: a module-scoped fixture)
+from sglang_trees import (  # noqa: F401 (trees: a module-scoped fixture)
+    PATCHED,
+    PATCHED_AND_PRISTINE,
+    TreeImporter,
+    load_defs,
+    source,
+    trees,
+)
 
 METRICS_REPORTER = "sglang.srt.managers.scheduler_components.metrics_reporter"
-
-SHOWS_THE_BUG = pytest.mark.xfail(strict=True, raises=AssertionError, reason="pristine 0.5.17 waits 30 s")
-PATCHED_AND_PRISTINE = ["patched", pytest.param("pristine", marks=SHOWS_THE_BUG)]
 
 
 @dataclass
@@ -76,13 +81,14 @@ def idle_reporter(tree: Path, published_used: int, used_now: int, running: int, 
         pool_stats_observer=SimpleNamespace(get_pool_stats=lambda: pool, streaming_session_count=lambda: 0,
                                             session_held_tokens=lambda: 0),
         enable_priority_scheduling=False, waiting_queue=[], grammar_manager=[], disaggregation_mode="null",
+        enable_fpm=False,
     )  # fmt: skip
     collector = Collector(time.perf_counter() - seconds_since_log)
     reporter = SimpleNamespace(
         stats=SimpleNamespace(num_running_reqs=QueueCount(total=0), num_used_tokens=published_used,
                               fwd_occupancy=float("nan")),
         current_scheduler_metrics_enabled=True, scheduler=scheduler, metrics_collector=collector,
-        _reset_device_timer_window=lambda: None,
+        _reset_device_timer_window=lambda: None, _log_hicache_stats=lambda: None,
     )  # fmt: skip
     return (lambda: fn(reporter)), collector
 
@@ -94,21 +100,23 @@ def test_gauge_left_by_a_lone_prefill_is_republished_at_once(trees, tree_name: s
     assert collector.published == [0]
 
 
-def test_gauge_that_agrees_with_the_pool_is_not_republished_within_30_s(trees) -> None:
-    run, collector = idle_reporter(trees.patched, published_used=0, used_now=0, running=0, seconds_since_log=1)
+@pytest.mark.parametrize("tree_name", PATCHED)
+def test_gauge_that_agrees_with_the_pool_is_not_republished_within_30_s(trees, tree_name: str) -> None:
+    run, collector = idle_reporter(trees.get(tree_name), published_used=0, used_now=0, running=0, seconds_since_log=1)
     run()
     run()
     assert collector.published == []
 
 
-def test_republished_once_then_quiet(trees) -> None:
-    run, collector = idle_reporter(trees.patched, published_used=24, used_now=0, running=0, seconds_since_log=1)
+@pytest.mark.parametrize("tree_name", PATCHED)
+def test_republished_once_then_quiet(trees, tree_name: str) -> None:
+    run, collector = idle_reporter(trees.get(tree_name), published_used=24, used_now=0, running=0, seconds_since_log=1)
     run()
     run()
     assert collector.published == [0]
 
 
-@pytest.mark.parametrize("tree_name", ["patched", "pristine"])
+@pytest.mark.parametrize("tree_name", ["patched", "pristine", "upstream", "upstream_pristine"])
 def test_stale_running_count_and_30_s_window_still_republish(trees, tree_name: str) -> None:
     run, collector = idle_reporter(trees.get(tree_name), published_used=0, used_now=0, running=1, seconds_since_log=1)
     run()

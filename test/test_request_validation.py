@@ -1,4 +1,4 @@
-"""Bad requests rejected on the CPU side of the patched SGLang 0.5.17 (patches 0004, 0005).
+"""Bad requests rejected on the CPU side of the patched SGLang (patches 0004, 0005).
 
 Each test runs the tree's own validation code, executed from its source file
 with ``load_defs``: ``TokenizerManager._validate_one_request`` (every generate
@@ -6,9 +6,10 @@ and embedding request passes it before the scheduler sees it: /generate, the
 OpenAI endpoints, the Engine), ``GenerateReqInput._handle_parallel_sampling``
 (the first reader of ``sampling_params``) and ``SamplingParams.verify``. The
 request objects are small stand-ins with the fields that code reads. Tests
-marked with the pristine tree must fail there (xfail strict): unpatched
-0.5.17 lets the bad input through to the GPU, or fails with a TypeError that
-the HTTP layer answers with 500.
+marked with the pristine trees must fail there (xfail strict): unpatched
+0.5.17 and 0.5.23 let the bad input through to the GPU, or fail with a
+TypeError that the HTTP layer answers with 500. Every test runs on the patched
+0.5.17 tree and on the upstream port (0.5.23 + patches/upstream/v0.5.23).
 """
 
 from __future__ import annotations
@@ -21,18 +22,20 @@ from typing import Any, Callable
 
 import pytest
 
-from sglang_trees import TreeImporter, load_defs, source, trees  # noqa: F401 (trees: a module-scoped fixture)
+from sglang_trees import (  # noqa: F401 (trees: a module-scoped fixture)
+    PATCHED,
+    PATCHED_AND_PRISTINE,
+    TreeImporter,
+    load_defs,
+    source,
+    trees,
+)
 
 TOKENIZER_MANAGER = "sglang.srt.managers.tokenizer_manager"
 IO_STRUCT = "sglang.srt.managers.io_struct"
 SAMPLING_PARAMS = "sglang.srt.sampling.sampling_params"
 VOCAB = 1000
 CONTEXT = 64
-
-SHOWS_THE_BUG = pytest.mark.xfail(
-    strict=True, raises=(AssertionError, pytest.fail.Exception), reason="pristine 0.5.17 has the bug"
-)
-PATCHED_AND_PRISTINE = ["patched", pytest.param("pristine", marks=SHOWS_THE_BUG)]
 
 
 @dataclass
@@ -46,6 +49,8 @@ class FakeGenerateReq:
     custom_logit_processor: str | None = None
     token_ids_logprob: list[int] | None = None
     top_logprobs_num: Any = 0
+    return_sampling_mask: bool = False  # read by 0.5.23
+    sampling_logprobs_mode: str | None = None  # read by 0.5.23
 
     def contains_mm_input(self) -> bool:
         return self.has_mm
@@ -85,16 +90,28 @@ class TokenizerManagerStub:
     def __init__(self, tree: Path) -> None:
         TreeImporter.use(tree)
         names = ["_validate_one_request", "_validate_input_ids_in_vocab", "_validate_token_ids_logprob"]
+        features = SimpleNamespace(
+            enable_encoder_swa_bounded_replay=False, enable_custom_logit_processor=False, return_hidden_states_mode=None
+        )  # 0.5.23's server-wide flags (get_exec().features)
         extra = {
             "GenerateReqInput": FakeGenerateReq,
             "EmbeddingReqInput": FakeEmbeddingReq,
             "logger": logging.getLogger(__name__),
             "get_request_return_hidden_states_mode": lambda requested: 0,
-            "get_server_return_hidden_states_mode": lambda server_args: 0,
+            "get_server_return_hidden_states_mode": lambda *server_args: 0,
+            # Both: else the import of get_platform (the same statement) would bind the real get_exec.
+            "get_exec": lambda: SimpleNamespace(features=features),
+            "get_platform": lambda: SimpleNamespace(is_cuda=True),
+            "supports_sampling_mask": lambda processor: True,  # 0.5.23; its module needs dill
             **_sampling_validator(tree),
         }
-        defs = load_defs(source(tree, TOKENIZER_MANAGER), [f"TokenizerManager.{n}" for n in names], extra)
-        self._methods = {n: defs[f"TokenizerManager.{n}"] for n in names}
+        self._methods = {}
+        for name in names:  # pristine 0.5.23 has no _validate_input_ids_in_vocab
+            try:
+                defs = load_defs(source(tree, TOKENIZER_MANAGER), [f"TokenizerManager.{name}"], extra)
+            except LookupError:
+                continue
+            self._methods[name] = defs[f"TokenizerManager.{name}"]
         self.context_len = CONTEXT
         self.num_reserved_tokens = 0
         self.allow_auto_truncate = False
@@ -106,6 +123,9 @@ class TokenizerManagerStub:
     def __getattr__(self, name: str) -> Callable[..., Any]:
         return self._methods[name].__get__(self)
 
+    def _validate_joint_schema_request(self, obj: Any, input_ids: list[int]) -> None:
+        """0.5.23: only checkpoints with a joint or pointer head check anything here."""
+
     def validate(self, req: FakeGenerateReq) -> BaseException | None:
         return _outcome(self._validate_one_request, req, req.input_ids)
 
@@ -115,9 +135,9 @@ def manager(request, trees) -> TokenizerManagerStub:
     return TokenizerManagerStub(trees.get(request.param))
 
 
-@pytest.fixture
-def patched_manager(trees) -> TokenizerManagerStub:
-    return TokenizerManagerStub(trees.patched)
+@pytest.fixture(params=PATCHED)
+def patched_manager(request, trees) -> TokenizerManagerStub:
+    return TokenizerManagerStub(trees.get(request.param))
 
 
 # -- patch 0004: token ids past the vocabulary -------------------------------
@@ -206,6 +226,7 @@ def _parallel_sampling(tree: Path, sampling_params: Any) -> BaseException | None
         "GenerateReqInput._handle_parallel_sampling"
     ]
     req = SimpleNamespace(sampling_params=sampling_params, is_single=True, text="hi", input_ids=None, input_embeds=None)
+    req._handle_beam_search_parallel_sampling = lambda: req.parallel_sample_num  # 0.5.23: no beam request here
     return _outcome(fn, req)
 
 
@@ -225,19 +246,24 @@ def test_n_and_types_checked_before_parallel_sampling_reads_them(
     _assert_rejected(_parallel_sampling(trees.get(tree_name), params), *words)
 
 
-def test_parallel_sampling_leaves_unknown_names_to_multimodal_processors(trees) -> None:
+@pytest.mark.parametrize("tree_name", PATCHED)
+def test_parallel_sampling_leaves_unknown_names_to_multimodal_processors(trees, tree_name: str) -> None:
     # Whisper's processor pops its own keys ("language") out of sampling_params later.
-    assert _parallel_sampling(trees.patched, {"language": "en", "n": 2}) is None
+    assert _parallel_sampling(trees.get(tree_name), {"language": "en", "n": 2}) is None
 
 
 def _verify(tree: Path, **fields: Any) -> BaseException | None:
     """Run the tree's ``SamplingParams.verify`` on post-init field values."""
     TreeImporter.use(tree)
-    verify = load_defs(source(tree, SAMPLING_PARAMS), ["SamplingParams.verify"])["SamplingParams.verify"]
+    no_reasoning_ids = {"get_request_reasoning_end_token_ids": lambda *args, **kwargs: None}  # 0.5.23
+    verify = load_defs(source(tree, SAMPLING_PARAMS), ["SamplingParams.verify"], no_reasoning_ids)[
+        "SamplingParams.verify"
+    ]
     defaults = dict(
         temperature=1.0, top_p=1.0, min_p=0.0, top_k=1 << 30, frequency_penalty=0.0, presence_penalty=0.0,
         repetition_penalty=1.0, min_new_tokens=0, max_new_tokens=16, logit_bias=None, stop_token_ids=None,
-        json_schema=None, regex=None, ebnf=None, structural_tag=None,
+        json_schema=None, regex=None, ebnf=None, structural_tag=None, beam_width=None, sampling_seed=None,
+        custom_params=None,
     )  # fmt: skip
     return _outcome(verify, SimpleNamespace(**{**defaults, **fields}), VOCAB)
 
@@ -248,5 +274,6 @@ def test_out_of_vocab_stop_token_id_is_rejected(trees, tree_name: str) -> None:
     _assert_rejected(_verify(trees.get(tree_name), stop_token_ids={3, VOCAB + 9}, min_new_tokens=2), str(VOCAB + 9))
 
 
-def test_stop_token_ids_inside_the_vocab_pass_verify(trees) -> None:
-    assert _verify(trees.patched, stop_token_ids={0, VOCAB - 1}) is None
+@pytest.mark.parametrize("tree_name", PATCHED)
+def test_stop_token_ids_inside_the_vocab_pass_verify(trees, tree_name: str) -> None:
+    assert _verify(trees.get(tree_name), stop_token_ids={0, VOCAB - 1}) is None
