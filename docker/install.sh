@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Install the fork's wheelhouse into a Python environment and verify it.
-# The Dockerfile runs this script, and test/test_docker.py runs it in a fresh venv:
-# one code path (python/sglang_fastpath/install.py) for the image and for CI.
+# Install the fork's wheelhouse into a Python environment and verify it: `sglang-fastpath install`
+# (python/sglang_fastpath/install.py, the project's one installer) run from this checkout, for an
+# environment that has nothing yet. The Dockerfile runs this script, and so does demo.sh, which CI
+# runs in a fresh venv (test/test_docker.py): one code path for the image, the main job and CI.
 #
 # Usage: docker/install.sh --mode full|overlay [--python PY] WHEELHOUSE
 #   full     no sglang yet: the locked dependencies (docker/lock/<tag>.txt) + the fork wheels

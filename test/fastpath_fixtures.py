@@ -1,8 +1,11 @@
-"""Helpers shared by the CPU tests of the series tools: a throw-away project root."""
+"""Helpers shared by the CPU tests: a throw-away project root; an interpreter of a given Python version."""
 
 from __future__ import annotations
 
+import glob
+import os
 import shutil
+import subprocess
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -17,3 +20,13 @@ def make_project(tmp: Path, with_patches: bool = False) -> Path:
     else:
         (root / "patches" / "series").write_text("# test series\n")
     return root
+
+
+def find_python(version: str) -> str | None:
+    """An interpreter of Python ``version`` (e.g. "3.12") on PATH or under pyenv that can make a venv, else None."""
+    candidates = [shutil.which(f"python{version}"),
+                  *sorted(glob.glob(os.path.expanduser(f"~/.pyenv/versions/{version}*/bin/python{version}")))]
+    for candidate in filter(None, candidates):
+        if subprocess.run([candidate, "-c", "import ensurepip, venv"], capture_output=True).returncode == 0:
+            return candidate
+    return None

@@ -22,7 +22,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from fastpath_fixtures import REPO, make_project
+from fastpath_fixtures import REPO, find_python, make_project
 from packaging.utils import canonicalize_name
 
 from sglang_fastpath import git
@@ -181,6 +181,26 @@ def test_install_refuses_tampered_bundle_and_wrong_python(bundle, tmp_path: Path
     if sys.version_info[:2] != (3, 12):
         proc = _install(bundle.out, tmp_path / "site")
         assert proc.returncode == 2 and "Python 3.12" in proc.stderr
+
+
+@pytest.mark.network
+def test_demo_sh_installs_the_bundle_for_the_hosts_python_and_stops_without_a_gpu(bundle, tmp_path: Path) -> None:
+    """The air-gapped main job: `demo.sh --bundle`, with the bundle's Python and no GPU (the device runs the rest)."""
+    python = find_python(bundle.manifest["target"]["python"])
+    if python is None:
+        pytest.skip(f"no Python {bundle.manifest['target']['python']} here: demo.sh --bundle installs for the bundle's "
+                    "Python (the --cross install above checks the same wheels)")
+    site = tmp_path / "site"
+    env = {**os.environ, **OFFLINE, "SGLANG_FASTPATH_ENV": str(site), "SGLANG_FASTPATH_PYTHON": python,
+           "SGLANG_FASTPATH_NVIDIA_SMI": "no-such-nvidia-smi"}
+    proc = subprocess.run(["bash", str(REPO / "demo.sh"), "--bundle", str(bundle.out)], capture_output=True, text=True,
+                          timeout=600, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stderr.strip().splitlines()
+    assert lines[-2].startswith(f"install: {len(bundle.manifest['wheels'])} wheels installed into {site}"), lines[-2]
+    assert lines[-1].startswith("demo.sh: no GPU here") and "installed from the bundle" in lines[-1], lines[-1]
+    assert _metadata_version(site, "sglang") == fastpath_version()
+    assert (site / "sgl_kernel/sm90/common_ops.abi3.so").is_file() and (site / ADDED).is_file()
 
 
 def _dist(name: str, version: str, *requires: str) -> Dist:

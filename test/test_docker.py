@@ -4,12 +4,14 @@ Fast, offline: hadolint and shellcheck on docker/, the .dockerignore allow-list,
 dependency locks against the fork wheel's requirements, install.py's choices, and the
 HEALTHCHECK and entrypoint scripts.
 
-Slow (``network``: about 3 GB from the package index, 9 GB on disk, 5-10 minutes):
-``docker/build-wheels.sh`` (the ``wheels`` stage), then ``docker/install.sh --mode full``
-into a fresh venv of the image's Python 3.12 (3.11 and its lock where no 3.12 exists), run
-exactly as the Dockerfile's runtime stage runs it; ``--mode overlay`` over the pristine
-0.5.17 wheel, as on the lmsysorg base; and every server flag of the docs' ``docker run``
-examples parsed by SGLang 0.5.17's own argument parser.
+Slow (``network``: about 3 GB from the package index, 9 GB on disk, 5-10 minutes): the install
+half of ``demo.sh`` (the README's main job; no GPU here, so it stops after the install) into a
+fresh venv of the image's Python 3.12 (3.11 and its lock where no 3.12 exists): it runs
+``docker/build-wheels.sh`` (the ``wheels`` stage) and ``docker/install.sh --mode full`` exactly as
+the Dockerfile's runtime stage runs them, from one download of the lock; a second ``demo.sh``
+reuses the venv in seconds; ``--mode overlay`` over the pristine 0.5.17 wheel, as on the lmsysorg
+base; and every server flag of the docs' ``docker run`` examples parsed by SGLang 0.5.17's own
+argument parser.
 
 The image (``network``, a Docker engine; about 5 minutes on 2 shared cores, see docs/docker.md): ``docker/Dockerfile``
 built on a local Ubuntu 24.04 base made with debootstrap, its dependency lock installed from the
@@ -21,7 +23,6 @@ Docker daemon can start, these tests are skipped with the reason (test/docker_en
 
 from __future__ import annotations
 
-import glob
 import http.server
 import json
 import os
@@ -40,13 +41,14 @@ from urllib.parse import unquote
 
 import pytest
 from docker_engine import Build, Engine, Unavailable, build_image, host_extra_cas, make_bases, start_engine
+from fastpath_fixtures import find_python
 from packaging.markers import default_environment
 from packaging.requirements import Requirement
 
 from sglang_fastpath.errors import FastpathError
 from sglang_fastpath.fetch import fetch_pinned
 from sglang_fastpath.install import Mode, Target, check_mode, fatal_problems, find_wheelhouse, install
-from sglang_fastpath.lock import canonical_name, lock_path, read_lock
+from sglang_fastpath.lock import PLATFORMS, canonical_name, lock_path, read_lock
 from sglang_fastpath.pins import BASE_VERSION, fastpath_version, python_tags
 from sglang_fastpath.series import read_series
 from sglang_fastpath.wheel import record_hash
@@ -218,6 +220,27 @@ def test_full_mode_needs_the_lock_of_its_tag(tmp_path: Path, bare_python: str) -
         install(tmp_path, Mode.FULL, bare_python, tmp_path / "no-locks")
 
 
+@pytest.mark.parametrize("entry", [["-m", "sglang_fastpath", "install"], ["-m", "sglang_fastpath.install"]])
+def test_the_install_verb_and_its_shim_refuse_alike(tmp_path: Path, bare_python: str, entry: list[str]) -> None:
+    _fake_wheel(tmp_path, "sglang", FORK, "cp%d%d" % sys.version_info[:2])
+    proc = _run([sys.executable, *entry, "--mode", "overlay", "--python", bare_python, str(tmp_path)])
+    assert proc.returncode == 2 and "has no sglang to overlay: use --mode full" in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("entry", [["-m", "sglang_fastpath", "lock"], ["-m", "sglang_fastpath.lock"]])
+def test_the_lock_verb_and_its_shim_refuse_a_wheel_of_another_python(tmp_path: Path, entry: list[str]) -> None:
+    wheel = _fake_wheel(tmp_path, "sglang", FORK, "cp39")
+    proc = _run([sys.executable, *entry, "--lock-dir", str(tmp_path / "lock"), str(wheel)])
+    assert proc.returncode == 2 and "is not a cp%d%d wheel" % sys.version_info[:2] in proc.stderr, proc.stderr
+    assert not (tmp_path / "lock").exists()
+
+
+def test_wheelhouse_modes_refuse_the_bundle_options(tmp_path: Path, bare_python: str) -> None:
+    proc = _run([sys.executable, "-m", "sglang_fastpath", "install", "--mode", "full", "--stock", str(tmp_path)])
+    assert proc.returncode == 2 and "are for --mode bundle" in proc.stderr, proc.stderr
+
+
 # ---------------------------------------------------------------- healthcheck and entrypoint
 
 
@@ -301,11 +324,7 @@ def docker_run_server_args(markdown: str) -> list[list[str]]:
 
 def _image_python() -> str:
     """Python 3.12 (the image's) if this machine has one that can make a venv, else this Python."""
-    candidates = [shutil.which("python3.12"), *sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.12*/bin/python3.12")))]
-    for candidate in filter(None, candidates):
-        if subprocess.run([candidate, "-c", "import ensurepip, venv"], capture_output=True).returncode == 0:
-            return candidate
-    return sys.executable
+    return find_python("3.12") or sys.executable
 
 
 def _in_venv(venv: Path, *args: str, timeout: float = 900, **env_extra: str) -> subprocess.CompletedProcess[str]:
@@ -320,32 +339,47 @@ class ImageEnv:
     wheelhouse: Path
     tag: str
     dependency_wheels: Path  # the lock's wheels, downloaded once: the venv and the image install from here
+    demo: subprocess.CompletedProcess[str]  # demo.sh's install run that made the venv
+    demo_env: dict[str, str]
 
 
 @pytest.fixture(scope="module")
 def image_env(tmp_path_factory: pytest.TempPathFactory) -> ImageEnv:
-    """A venv where docker/install.sh --mode full ran exactly as in the Dockerfile's runtime stage."""
+    """A venv made by demo.sh's install half: docker/install.sh --mode full as in the Dockerfile's runtime stage."""
     root = tmp_path_factory.mktemp("image")
     python = _image_python()
     tag = "cp%s" % _run([python, "-c", "import sys; print('%d%d' % sys.version_info[:2])"]).stdout.strip()
     started = time.monotonic()
-    built = _run(["bash", str(DOCKER / "build-wheels.sh"), str(root / "wheelhouse"), tag],
-                 env={**os.environ, "PYTHON": sys.executable})
-    assert built.returncode == 0, built.stdout[-2000:] + built.stderr[-2000:]
-    subprocess.run([python, "-m", "venv", str(root / "venv")], check=True)
-    # The one download of the lock per run: this venv and the image build both install from it.
+    fetch_pinned(BASE_VERSION, tag)  # cached in build/cache/wheels: build-wheels below has no package index
+    # The one download of the lock per run: demo.sh's venv and the image build both install from it.
     deps = root / "dependency-wheels"
-    fetched = _in_venv(root / "venv", str(root / "venv" / "bin" / "python"), "-m", "pip", "download", "-q",
-                       "--disable-pip-version-check", "--no-deps", "--only-binary=:all:", "--require-hashes",
-                       "-r", str(lock_path(DOCKER / "lock", tag)), "-d", str(deps))
+    platforms = [arg for platform in PLATFORMS for arg in ("--platform", platform)]
+    fetched = _run([sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check", "--no-deps",
+                    "--only-binary=:all:", "--python-version", f"{tag[2]}.{tag[3:]}", "--implementation", "cp",
+                    *platforms, "--require-hashes", "-r", str(lock_path(DOCKER / "lock", tag)), "-d", str(deps)])
     assert fetched.returncode == 0, fetched.stdout[-3000:] + fetched.stderr[-3000:]
-    # The Dockerfile: PATH starts with the venv, then `docker/install.sh --mode full /wheelhouse`, with pip's
-    # settings for a local wheelhouse (the image build passes the same two as build arguments).
-    proc = _in_venv(root / "venv", "bash", str(DOCKER / "install.sh"), "--mode", "full", str(root / "wheelhouse"),
-                    PIP_FIND_LINKS=str(deps), PIP_NO_INDEX="1")
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    print(f"\nimage_env: {tag}, build-wheels + download + install --mode full took {time.monotonic() - started:.0f} s")
-    return ImageEnv(root / "venv", root / "wheelhouse", tag, deps)
+    # demo.sh as a user runs it, with no GPU, and pip's settings for a local wheelhouse (the image build passes the
+    # same two as build arguments): its wheels stage and `docker/install.sh --mode full` take everything from there.
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "SGLANG_FASTPATH_ENV": str(root / "venv"),
+           "SGLANG_FASTPATH_PYTHON": python, "SGLANG_FASTPATH_NVIDIA_SMI": "no-such-nvidia-smi",
+           "SGLANG_FASTPATH_MIN_FREE_GB": "12", "PIP_FIND_LINKS": str(deps), "PIP_NO_INDEX": "1"}
+    demo = _run(["bash", str(REPO / "demo.sh")], timeout=1800, env=env)
+    assert demo.returncode == 0, demo.stdout[-3000:] + demo.stderr[-3000:]
+    print(f"\nimage_env: {tag}, download + demo.sh's install (build-wheels, install --mode full) took "
+          f"{time.monotonic() - started:.0f} s")
+    return ImageEnv(root / "venv", root / "venv" / "wheelhouse", tag, deps, demo, env)
+
+
+@pytest.mark.network
+def test_demo_sh_installs_verifies_and_stops_without_a_gpu(image_env: ImageEnv) -> None:
+    last = image_env.demo.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"demo.sh: no GPU here (no-such-nvidia-smi not found): sglang {FORK} is installed in "
+                           f"{image_env.venv} and verified (the locked dependencies, pip check, import sglang"), last
+    assert f"install: sglang {FORK} (full mode, {image_env.tag})" in image_env.demo.stdout
+    started = time.monotonic()
+    again = _run(["bash", str(REPO / "demo.sh")], timeout=120, env=image_env.demo_env)
+    assert again.returncode == 0 and again.stderr.startswith(f"demo.sh: reusing {image_env.venv} (sglang {FORK})")
+    assert time.monotonic() - started < 30 and again.stdout == "", again.stdout[-2000:]
 
 
 def _version(venv: Path) -> str:

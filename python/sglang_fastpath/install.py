@@ -25,18 +25,16 @@ error (wrong mode for the environment, no wheel for its Python tag, no lock).
 
 from __future__ import annotations
 
-import argparse
 import enum
 import json
 import os
 import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from sglang_fastpath.errors import FastpathError
 from sglang_fastpath.fetch import wheel_version
-from sglang_fastpath.lock import DEFAULT_LOCK_DIR, canonical_name, lock_path, read_lock
+from sglang_fastpath.lock import canonical_name, lock_path, read_lock
 from sglang_fastpath.pins import BASE_VERSION
 from sglang_fastpath.wheel import MANIFEST, verify_record
 
@@ -251,16 +249,9 @@ def install(source: Path, mode: Mode, python: str, lock_dir: Path) -> InstallRep
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m sglang_fastpath.install ARGS``: ``sglang-fastpath install ARGS`` for a bare environment."""
-    from sglang_fastpath.commands import install as verb
+    from sglang_fastpath.commands import install as verb, run_alone
 
-    parser = argparse.ArgumentParser(prog="python -m sglang_fastpath.install", description=verb.DESCRIPTION)
-    verb.configure(parser)
-    args = parser.parse_args(argv)
-    try:
-        return verb.run(args)
-    except FastpathError as exc:
-        print(f"install: error: {exc}", file=sys.stderr)
-        return 2
+    return run_alone(verb, "python -m sglang_fastpath.install", "install", argv)
 
 
 if __name__ == "__main__":

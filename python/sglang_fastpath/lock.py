@@ -17,12 +17,10 @@ holds only what the package index serves.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
 import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -156,17 +154,10 @@ def write_lock(wheel: Path, python: str, lock_dir: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m sglang_fastpath.lock ARGS``: ``sglang-fastpath lock ARGS``."""
-    from sglang_fastpath.commands import lock as verb
+    """``python -m sglang_fastpath.lock ARGS``: ``sglang-fastpath lock ARGS`` for a bare environment."""
+    from sglang_fastpath.commands import lock as verb, run_alone
 
-    parser = argparse.ArgumentParser(prog="python -m sglang_fastpath.lock", description=verb.DESCRIPTION)
-    verb.configure(parser)
-    args = parser.parse_args(argv)
-    try:
-        return verb.run(args)
-    except FastpathError as exc:
-        print(f"lock: error: {exc}", file=sys.stderr)
-        return 2
+    return run_alone(verb, "python -m sglang_fastpath.lock", "lock", argv)
 
 
 if __name__ == "__main__":
