@@ -175,13 +175,20 @@ def check_mode(mode: Mode, target: Target) -> None:
                             f"use the lmsysorg/sglang:v{BASE_VERSION}-cu130 base, or --mode full in a fresh environment")
 
 
-def pip_install(target: Target, *args: str, env: dict[str, str] | None = None) -> None:
-    """``pip install --no-deps ARGS`` with the target interpreter (``env`` added to its environment)."""
+def pip_install(target: Target, *args: str, env: dict[str, str] | None = None, wheels: tuple[Path, ...] = ()) -> None:
+    """``pip install --no-deps ARGS WHEELS`` with the target interpreter (``env`` added to its environment).
+
+    The command is echoed first; many ``wheels`` of one folder are echoed as their count and folder.
+    """
     cmd = [target.python, "-m", "pip", "install", "--no-deps", "--disable-pip-version-check"]
     if target.externally_managed:
         cmd.append("--break-system-packages")
     cmd += list(args)
-    print("+ " + " ".join(cmd), flush=True)
+    named = [str(w) for w in wheels]
+    folders = {str(w.parent) for w in wheels}
+    shown = named if len(named) < 4 or len(folders) > 1 else [f"<{len(named)} wheels of {folders.pop()}>"]
+    print("+ " + " ".join(cmd + shown), flush=True)
+    cmd += named
     proc = subprocess.run(cmd, env={**_target_env(), **(env or {})})
     if proc.returncode != 0:
         raise FastpathError(f"pip install exited with status {proc.returncode} (its message is above)")

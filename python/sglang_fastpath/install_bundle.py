@@ -154,15 +154,17 @@ def install_bundle(spec: BundleSpec, python: str) -> BundleReport:
     checked = check_sums(spec.bundle)
     wheels = sorted((spec.bundle / "wheels").glob("*.whl"))
     args = ["--no-index", "--find-links", str(spec.bundle / "wheels"), "--no-compile", "--no-cache-dir",
-            "--root-user-action=ignore", "--only-binary=:all:", "-q"]
+            "--root-user-action=ignore", "-q"]
     if spec.site is not None:
         spec.site.mkdir(parents=True, exist_ok=True)
         dest = spec.site.resolve()
+        # The host's tags (manifest "target"): pip --target then installs for the host, not for this Python.
         args += ["--target", str(dest), "--upgrade", *manifest["target"]["pip_args"]]
     else:
         dest = Path(target.purelib)
+        args.append("--only-binary=:all:")
     # No pip configuration file: only this bundle's wheels, whatever the host's pip.conf says.
-    pip_install(target, *args, *map(str, wheels), env={"PIP_CONFIG_FILE": os.devnull})
+    pip_install(target, *args, env={"PIP_CONFIG_FILE": os.devnull}, wheels=tuple(wheels))
     fork = manifest["sglang"]["version"]
     if spec.stock:
         apply_stock_overlay(spec.bundle, dest, fork)
