@@ -289,14 +289,19 @@ def _child(tree: str) -> list[dict]:
     return results
 
 
-@pytest.fixture(scope="module")
-def results(trees) -> dict[str, dict]:  # noqa: F811
+def interpreted_results(script: str, tree: Path) -> dict[str, dict]:
+    """Run ``script`` (a test file whose ``__main__`` prints its ``_child`` results) on ``tree`` under the
+    Triton interpreter; its records by case name, the dispatch ones as ``dispatch-<index>``."""
     env = {**os.environ, "TRITON_INTERPRET": "1"}
-    done = subprocess.run([sys.executable, __file__, str(trees.patched)], env=env, capture_output=True,
-                          text=True, timeout=600)
+    done = subprocess.run([sys.executable, script, str(tree)], env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-4000:]
     return {r["case"]["name"] if "case" in r else f"dispatch-{i}": r
             for i, r in enumerate(json.loads(done.stdout.splitlines()[-1]))}
+
+
+@pytest.fixture(scope="module")
+def results(trees) -> dict[str, dict]:  # noqa: F811
+    return interpreted_results(__file__, trees.patched)
 
 
 @pytest.mark.slow  # the TRITON_INTERPRET child process (``results``), about 12 s on 2 cores

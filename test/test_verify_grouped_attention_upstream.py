@@ -17,8 +17,6 @@ extend kernel on 0.5.17. What is new on 0.5.23 is checked here, in a child proce
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 import types
 from dataclasses import asdict
@@ -38,6 +36,7 @@ from test_verify_grouped_attention import (
     Case,
     FakePool,
     _NoSWAPool,
+    interpreted_results,
     make_inputs,
     max_rel,
     poisoned_output,
@@ -156,12 +155,7 @@ def _child(tree: str) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def results(trees) -> dict[str, dict]:  # noqa: F811
-    env = {**os.environ, "TRITON_INTERPRET": "1"}
-    done = subprocess.run([sys.executable, __file__, str(trees.upstream)], env=env, capture_output=True,
-                          text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-4000:]
-    return {r["case"]["name"] if "case" in r else f"dispatch-{i}": r
-            for i, r in enumerate(json.loads(done.stdout.splitlines()[-1]))}
+    return interpreted_results(__file__, trees.upstream)
 
 
 def test_port_runs_the_kernel_file_of_the_0517_patch_but_one_docstring_line(trees):  # noqa: F811
