@@ -1,13 +1,14 @@
 """Patch 0010: a failed CUDA graph capture leaves that path eager and the server up.
 
-Runs the patched tree's code on CPU with stand-in runners whose capture raises
+Runs the patched trees' code (0.5.17, and the upstream port: 0.5.23 + patches/upstream/v0.5.23)
+on CPU with stand-in runners whose capture raises
 inside the CUDA graph flag scopes of patch 0001, the way a capture OOM does: the
 target decode/verify capture (``capture_decode_graph``) and the EAGLE draft and
 draft-extend captures (``EagleDraftWorker._capture_cuda_graphs``) must leave the
 runner None (the eager path serves, 0008 then says ``no_graph_runner``), no graph
 flag set, one warning naming the runner, the exception and the eager path, and
 the failed runner collected before the allocator cache is emptied. Pristine
-0.5.17 lets the capture error end the start-up: those tests fail there.
+0.5.17 and 0.5.23 let the capture error end the start-up: those tests fail there.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any, Callable
 import pytest
 import torch
 
-from sglang_trees import SHOWS_THE_BUG, TreeImporter, load_defs, source, trees  # noqa: F401
+from sglang_trees import PATCHED, PATCHED_AND_PRISTINE, TreeImporter, load_defs, source, trees  # noqa: F401
 
 FALLBACK = "sglang.srt.model_executor.runner.graph_fallback"
 SETUP = "sglang.srt.model_executor.model_runner_components.cuda_graph_setup"
@@ -40,7 +41,7 @@ RUNNER_FILES = [
     "sglang.srt.speculative.eagle_draft_cuda_graph_runner",
     "sglang.srt.speculative.eagle_draft_extend_cuda_graph_runner",
 ]
-TREES = ["patched", pytest.param("pristine", marks=SHOWS_THE_BUG)]
+TREES = PATCHED_AND_PRISTINE
 
 
 def load_fallback(tree: Path) -> types.ModuleType | None:
@@ -80,7 +81,7 @@ class Capture:
             def __init__(self, *args: Any, **kwargs: Any) -> None:
                 capture.runners[role] = weakref.ref(self)
                 self.graphs = {8: torch.zeros(256)}  # what the capture held when it failed
-                self.role, self.max_bs = role, 8
+                self.role, self.max_bs, self.capture_bs = role, 8, [8]
                 try:
                     with capture.tc.enable_tc_piecewise_cuda_graph(), capture.bcg.enable_breakable_cuda_graph():
                         if fails:
@@ -134,10 +135,17 @@ def capture_decode_graph(tree: Path, gf: types.ModuleType | None) -> Callable[..
         "get_flags": lambda: SimpleNamespace(capture=SimpleNamespace(enable_torch_compile=False)),
         "get_available_gpu_memory": lambda *a, **k: 10.0,
         "get_batch_sizes_to_capture": lambda mr, width=1: ([1, 2, 4, 8], []),
-        "current_platform": SimpleNamespace(is_out_of_tree=lambda: False, device_name="cuda"),
+        "current_platform": SimpleNamespace(is_out_of_tree=lambda: False, device_name="cuda",
+                                            get_graph_runner_cls=lambda: None),
         "CPUGraphRunner": object, "NPUGraphRunner": object, "XPUGraphRunner": object,
         "logger": logging.getLogger("test_capture_failure"),
         "graph_fallback": gf,
+        # 0.5.23 reads these too (all of one import statement, or its import would rebind the others)
+        "get_disagg": lambda: SimpleNamespace(disaggregation_mode="null"),
+        "get_model": lambda: SimpleNamespace(model_impl="auto"),
+        "get_exec": lambda: SimpleNamespace(graph=SimpleNamespace(cuda_graph_config=SimpleNamespace(
+            decode=SimpleNamespace(backend="full")))),
+        "require_out_of_tree_impl": lambda *a, **k: None,
     }
     TreeImporter.use(tree)
     return load_defs(source(tree, SETUP), ["capture_decode_graph"], extra=extra)["capture_decode_graph"]
@@ -160,8 +168,9 @@ def test_failed_target_capture_runs_eager(trees, tree_name: str, monkeypatch, ca
     assert "target steps run eager from now on" in line
 
 
-def test_successful_target_capture_is_unchanged(trees, monkeypatch, caplog) -> None:
-    cap = Capture(trees.patched, monkeypatch)
+@pytest.mark.parametrize("tree_name", PATCHED)
+def test_successful_target_capture_is_unchanged(trees, tree_name: str, monkeypatch, caplog) -> None:
+    cap = Capture(trees.get(tree_name), monkeypatch)
     model_runner = target_model_runner(cap.runner_cls("target", fails=False))
     with caplog.at_level(logging.WARNING):
         result = capture_decode_graph(cap.tree, cap.gf)(model_runner=model_runner)
@@ -188,7 +197,9 @@ def draft_worker_capture(tree: Path, gf: types.ModuleType | None, draft_cls: typ
         "EAGLEDraftExtendCudaGraphRunner": extend_cls, "EAGLEDraftExtendNpuGraphRunner": extend_cls,
         **{name: type(name, (), {}) for name in (
             "TritonAttnBackend", "TRTLLMMLABackend", "TRTLLMHAAttnBackend", "TokenspeedMLABackend",
-            "FlashInferAttnBackend")},
+            "FlashInferAttnBackend", "QwenSparseAttnBackend")},
+        # 0.5.23: the runner classes go through this module-level helper (in-tree platform: the builtin ones)
+        "_select_spec_graph_runner_cls": lambda *, builtin_runner_cls, oot_runner_cls: builtin_runner_cls(),
         "envs": SimpleNamespace(SGLANG_DISABLE_DRAFT_EXTEND_CUDA_GRAPH=no),
         "graph_fallback": gf,
     }
@@ -245,8 +256,9 @@ def fallback(tree: Path) -> types.ModuleType:
     return gf
 
 
-def test_only_capture_errors_are_absorbed(trees, monkeypatch) -> None:
-    gf = fallback(trees.patched)
+@pytest.mark.parametrize("tree_name", PATCHED)
+def test_only_capture_errors_are_absorbed(trees, tree_name: str, monkeypatch) -> None:
+    gf = fallback(trees.get(tree_name))
     monkeypatch.setattr(gf, "release_capture_memory", lambda: None)
 
     def raising(error: BaseException) -> Callable[[], Any]:
@@ -270,8 +282,9 @@ def failing_capture(gf: types.ModuleType, cause: BaseException) -> Callable[[], 
     return capture
 
 
-def test_in_ci_only_the_injected_failure_is_absorbed(trees, monkeypatch) -> None:
-    gf = fallback(trees.patched)
+@pytest.mark.parametrize("tree_name", PATCHED)
+def test_in_ci_only_the_injected_failure_is_absorbed(trees, tree_name: str, monkeypatch) -> None:
+    gf = fallback(trees.get(tree_name))
     monkeypatch.setattr(gf, "release_capture_memory", lambda: None)
     monkeypatch.setenv("SGLANG_IS_IN_CI", "1")
     with pytest.raises(gf.CudaGraphCaptureError):
@@ -280,11 +293,12 @@ def test_in_ci_only_the_injected_failure_is_absorbed(trees, monkeypatch) -> None
     assert gf.capture_or_run_eager("target", failing_capture(gf, gf.InjectedCaptureFailure("switch"))) is None
 
 
-def test_with_several_ranks_only_the_injected_failure_is_absorbed(trees, monkeypatch) -> None:
+@pytest.mark.parametrize("tree_name", PATCHED)
+def test_with_several_ranks_only_the_injected_failure_is_absorbed(trees, tree_name: str, monkeypatch) -> None:
     """A real failure may hit one rank alone while the others wait in the capture: start-up must still fail."""
     import torch.distributed as dist
 
-    gf = fallback(trees.patched)
+    gf = fallback(trees.get(tree_name))
     monkeypatch.setattr(gf, "release_capture_memory", lambda: None)
     monkeypatch.delenv("SGLANG_IS_IN_CI", raising=False)
     monkeypatch.setattr(dist, "is_initialized", lambda: True)
@@ -294,8 +308,9 @@ def test_with_several_ranks_only_the_injected_failure_is_absorbed(trees, monkeyp
     assert gf.capture_or_run_eager("draft", failing_capture(gf, gf.InjectedCaptureFailure("switch"))) is None
 
 
-def test_warning_is_logged_on_rank_zero_only(trees, monkeypatch, caplog) -> None:
-    gf = fallback(trees.patched)
+@pytest.mark.parametrize("tree_name", PATCHED)
+def test_warning_is_logged_on_rank_zero_only(trees, tree_name: str, monkeypatch, caplog) -> None:
+    gf = fallback(trees.get(tree_name))
     monkeypatch.setattr(gf, "release_capture_memory", lambda: None)
 
     def capture() -> Any:
@@ -317,12 +332,17 @@ def switch_runner(tree: Path, gf: types.ModuleType, is_draft: bool, extend: bool
     def patch_model(model: Any, compile: bool, num_tokens: int, tp_group: Any):
         yield lambda *a: None
 
+    @contextlib.contextmanager
+    def lora_variant(variant: Any):  # 0.5.23
+        yield
+
     extra = {
         "get_available_gpu_memory": lambda *a, **k: 10.0,
-        "get_parallel": lambda: SimpleNamespace(tp_rank=1),
+        "get_parallel": lambda: SimpleNamespace(tp_rank=1, tp_group=None),
         "_set_capture_lora_variant": lambda variant: None,
         "torch_compile_decoration": SimpleNamespace(patch_model=patch_model),
         "InjectedCaptureFailure": gf.InjectedCaptureFailure,
+        "capture_lora_variant": lora_variant, "_set_capture_attention_variant": lambda variant: None,
     }
     TreeImporter.use(tree)
     defs = load_defs(source(tree, RUNNER), ["DecodeCudaGraphRunner._capture_one_stream",
@@ -333,16 +353,20 @@ def switch_runner(tree: Path, gf: types.ModuleType, is_draft: bool, extend: bool
     runner.capture_bs, runner.compile_bs, runner.captured_req_width = [1, 2, 4], [], 4
     runner.model_runner = SimpleNamespace(device="cuda", gpu_id=0, model=None, tp_group=None, is_draft_worker=is_draft)
     runner.capture_forward_mode = SimpleNamespace(is_draft_extend_v2=lambda: extend)
-    runner.capture_one_shape = lambda bs, forward, stream_idx, variant_label: calls.append(bs)
+    runner.capture_one_shape = lambda bs, forward, stream_idx, variant_label, *attention_variant: calls.append(bs)
+    runner.record_nolora_graph, runner.attention_graph_variants = False, None  # 0.5.23
+    runner._set_profile_trace_tag = lambda *args: None
     runner.calls = calls
     return runner
 
 
+@pytest.mark.parametrize("tree_name", PATCHED)
 @pytest.mark.parametrize("role,is_draft,extend", [("target", False, False), ("draft", True, False),
                                                   ("draft_extend", True, True)])
-def test_switch_fails_the_named_capture_after_its_largest_batch(trees, monkeypatch, role, is_draft, extend) -> None:
-    gf = fallback(trees.patched)
-    runner = switch_runner(trees.patched, gf, is_draft, extend)
+def test_switch_fails_the_named_capture_after_its_largest_batch(trees, tree_name, monkeypatch, role, is_draft,
+                                                                extend) -> None:
+    gf = fallback(trees.get(tree_name))
+    runner = switch_runner(trees.get(tree_name), gf, is_draft, extend)
     assert runner.capture_role == role
     monkeypatch.setenv("SGLANG_TEST_FAIL_CUDA_GRAPH_CAPTURE", "target" if role != "target" else "draft")
     runner._capture_one_stream()
