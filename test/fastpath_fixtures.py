@@ -1,7 +1,9 @@
-"""Helpers shared by the CPU tests: a throw-away project root; an interpreter of a given Python version."""
+"""Helpers shared by the CPU tests: a throw-away project root; an interpreter of a given Python version; the
+environment of a child process that runs a test file as a script."""
 
 from __future__ import annotations
 
+import configparser
 import glob
 import os
 import shutil
@@ -30,3 +32,14 @@ def find_python(version: str) -> str | None:
         if subprocess.run([candidate, "-c", "import ensurepip, venv"], capture_output=True).returncode == 0:
             return candidate
     return None
+
+
+def script_env(**extra: str) -> dict[str, str]:
+    """This environment plus ``extra`` for a child ``python test/<file>.py``: PYTHONPATH starts with the
+    import roots of pytest.ini's ``pythonpath`` (pytest puts them on its own sys.path only)."""
+    ini = configparser.ConfigParser()
+    ini.read(REPO / "pytest.ini")
+    roots = [str(REPO / root) for root in ini["pytest"]["pythonpath"].split()]
+    if os.environ.get("PYTHONPATH"):
+        roots.append(os.environ["PYTHONPATH"])
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(roots), **extra}

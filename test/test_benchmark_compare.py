@@ -3,17 +3,13 @@ a move inside the rounds' spread is noise, a lost graph in any round fails."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-if str(Path(__file__).resolve().parents[1]) not in sys.path:  # the benchmark package
-    sys.path.append(str(Path(__file__).resolve().parents[1]))
-
-from benchmark import compare  # noqa: E402
-from benchmark.rounds import merge  # noqa: E402
-from benchmark.schema import Record, ResultSet  # noqa: E402
+from benchmark import compare
+from benchmark.rounds import merge
+from benchmark.schema import Record, ResultSet
 
 
 def rec(value: float, *, metric: str = "latency_ms", mode: str = "verify", variant: str = "fork",

@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
-if str(Path(__file__).resolve().parents[1]) not in sys.path:  # the benchmark package
-    sys.path.append(str(Path(__file__).resolve().parents[1]))
-
-from benchmark import engine_probes  # noqa: E402
+from benchmark import engine_probes
 
 
 class FakeEngine:

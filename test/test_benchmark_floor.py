@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-if str(Path(__file__).resolve().parents[1]) not in sys.path:  # the benchmark package
-    sys.path.append(str(Path(__file__).resolve().parents[1]))
-
-from benchmark.errors import BenchError  # noqa: E402
-from benchmark.floor import ModelShape, floor_ms, gpu_bandwidth, step_bytes  # noqa: E402
+from benchmark.errors import BenchError
+from benchmark.floor import ModelShape, floor_ms, gpu_bandwidth, step_bytes
 
 LLAMA = {"hidden_size": 512, "num_hidden_layers": 4, "vocab_size": 32000, "num_attention_heads": 8,
          "num_key_value_heads": 4, "head_dim": 64, "intermediate_size": 1536, "torch_dtype": "bfloat16"}

@@ -9,22 +9,19 @@ dropped, and the merge keeps every round's median.
 
 from __future__ import annotations
 
+import inspect
 import json
 import random
 import sys
 import textwrap
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:  # the benchmark package
-    sys.path.append(str(REPO))
+import pytest
+from test_benchmark_orchestrate import make_world
 
-import pytest  # noqa: E402
-from test_benchmark_orchestrate import make_world  # noqa: E402
-
-from benchmark import compare, run  # noqa: E402
-from benchmark.rounds import merge, merge_rounds  # noqa: E402
-from benchmark.schema import Record, ResultSet  # noqa: E402
+from benchmark import compare, run
+from benchmark.rounds import merge, merge_rounds
+from benchmark.schema import Record, ResultSet
 
 # slow: seeded fake worker processes run round after round through the orchestrator, about 16 s on 2 cores (test/README.md).
 pytestmark = pytest.mark.slow
@@ -89,11 +86,12 @@ def test_merge_keeps_each_round_median_and_spread():
     assert merged.graph is None and merged.extra["round_graphs"] == [True, True, False]
 
 
+# The worker process gets the repository on PYTHONPATH from the orchestrator; step_ms comes as its source.
 FAKE_NOISY_WORKER = textwrap.dedent('''
-    import json, os, sys
-    sys.path.insert(0, {test_dir!r})
+    import json, os, random, sys
     from benchmark.plan import point_blocks
-    from test_benchmark_noise import step_ms
+    PROCESS_NOISE, POINT_NOISE = {process_noise!r}, {point_noise!r}
+    {step_ms}
     args = sys.argv
     spec = json.load(open(args[args.index("--spec") + 1]))
     out = args[args.index("--out") + 1]
@@ -118,7 +116,8 @@ def _bench(world: dict, tmp_path: Path, *, seed: int, repeats: int, slower: dict
     (world["models"] / "noise.json").write_text(json.dumps({"seed": seed, "slower": slower or {}}))
     (world["models"] / "order.log").unlink(missing_ok=True)
     fake = tmp_path / "fake_noisy_worker.py"
-    fake.write_text(FAKE_NOISY_WORKER.format(test_dir=str(Path(__file__).parent)))
+    fake.write_text(FAKE_NOISY_WORKER.format(process_noise=PROCESS_NOISE, point_noise=POINT_NOISE,
+                                             step_ms=inspect.getsource(step_ms)))
     name = f"s{seed}-r{repeats}-{len(slower or {})}"
     code = run.main(["--kinds", "micro", "--configs", ",".join(CONFIGS), "--backends", "triton", "--bs", "1,8,64",
                      "--ks", "2,4", "--topks", "1", "--repeats", str(repeats), "--gpus", "2",

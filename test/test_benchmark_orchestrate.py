@@ -11,12 +11,10 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:  # the benchmark package
-    sys.path.append(str(REPO))
+from benchmark import orchestrate, run
+from benchmark.plan import MicroPoints, Variant, build_plan
 
-from benchmark import orchestrate, run  # noqa: E402
-from benchmark.plan import MicroPoints, Variant, build_plan  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 LLAMA = {"hidden_size": 512, "num_hidden_layers": 4, "vocab_size": 32000, "num_attention_heads": 8,
          "num_key_value_heads": 4, "head_dim": 64, "intermediate_size": 1536, "torch_dtype": "bfloat16"}

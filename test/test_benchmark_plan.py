@@ -3,20 +3,16 @@
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-if str(Path(__file__).resolve().parents[1]) not in sys.path:  # the benchmark package
-    sys.path.append(str(Path(__file__).resolve().parents[1]))
-
-from benchmark import run, selftest  # noqa: E402
-from benchmark.errors import BenchError  # noqa: E402
-from benchmark.plan import E2EPoints, MicroPoints, Variant, build_plan, point_blocks  # noqa: E402
-from benchmark.schema import Record, ResultSet  # noqa: E402
-from benchmark.tree import draft_tree  # noqa: E402
+from benchmark import run, selftest
+from benchmark.errors import BenchError
+from benchmark.plan import E2EPoints, MicroPoints, Variant, build_plan, point_blocks
+from benchmark.schema import Record, ResultSet
+from benchmark.tree import draft_tree
 
 VARIANTS = [Variant("stock", "/tmp/site-stock"), Variant("fork", "/tmp/site-fork")]
 

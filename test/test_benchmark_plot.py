@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-if str(Path(__file__).resolve().parents[1]) not in sys.path:  # the benchmark package
-    sys.path.append(str(Path(__file__).resolve().parents[1]))
-
 pytest.importorskip("matplotlib", reason="in test/requirements-cpu.txt")
 
-from benchmark import plot  # noqa: E402
-from benchmark.schema import Record, ResultSet  # noqa: E402
+from benchmark import plot
+from benchmark.schema import Record, ResultSet
 
 
 def results() -> ResultSet:

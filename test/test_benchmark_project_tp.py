@@ -3,16 +3,11 @@
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-if str(Path(__file__).resolve().parents[1]) not in sys.path:  # the benchmark package
-    sys.path.append(str(Path(__file__).resolve().parents[1]))
-
-from benchmark import project_tp  # noqa: E402
-from benchmark.errors import BenchError  # noqa: E402
+from benchmark import project_tp
+from benchmark.errors import BenchError
 
 LLAMA = {"hidden_size": 4096, "num_hidden_layers": 8, "vocab_size": 128256, "num_attention_heads": 32,
          "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 14336, "torch_dtype": "bfloat16"}

@@ -4,16 +4,12 @@ from __future__ import annotations
 
 import gzip
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-if str(Path(__file__).resolve().parents[1]) not in sys.path:  # the benchmark package
-    sys.path.append(str(Path(__file__).resolve().parents[1]))
-
-from benchmark import rank_skew  # noqa: E402
-from benchmark.errors import BenchError  # noqa: E402
+from benchmark import rank_skew
+from benchmark.errors import BenchError
 
 AR = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL"
 AG = "ncclDevKernel_AllGather_RING_LL"

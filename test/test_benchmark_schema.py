@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import asdict
 from pathlib import Path
 
 import pytest
 
-if str(Path(__file__).resolve().parents[1]) not in sys.path:  # the benchmark package
-    sys.path.append(str(Path(__file__).resolve().parents[1]))
-
-from benchmark import compare, summary  # noqa: E402
-from benchmark.errors import BenchError  # noqa: E402
-from benchmark.schema import SCHEMA, Direction, Record, ResultSet  # noqa: E402
+from benchmark import compare, summary
+from benchmark.errors import BenchError
+from benchmark.schema import SCHEMA, Direction, Record, ResultSet
 
 
 def sample() -> ResultSet:

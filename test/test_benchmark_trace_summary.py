@@ -10,13 +10,11 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # the benchmark package
-    sys.path.append(str(ROOT))
-
-from benchmark.errors import BenchError  # noqa: E402
-from benchmark.trace_summary import (  # noqa: E402
+from benchmark.errors import BenchError
+from benchmark.trace_summary import (
     kernel_category, load_trace, main, summarize, summarize_dir, union_length)
+
+ROOT = Path(__file__).resolve().parents[1]
 
 NCCL_AR = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
 NVJET = "nvjet_tst_64x8_64x16_4x1_v_bz_TNT"

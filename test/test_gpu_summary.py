@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "gpu"))
-from summarize_engines import load_cases, mark_parity  # noqa: E402
+from summarize_engines import load_cases, mark_parity
 
 
 def _record(folder: Path, name: str, model: str, spec: str | None, ids: list[list[int]], tp: int = 1) -> None:

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-if str(Path(__file__).resolve().parents[1] / "sgl-kernel") not in sys.path:  # the moe_tuning package
-    sys.path.append(str(Path(__file__).resolve().parents[1] / "sgl-kernel"))
-
-from moe_tuning.__main__ import main  # noqa: E402
-from moe_tuning.config_file import write_configs  # noqa: E402
-from moe_tuning.search_space import KernelConfig  # noqa: E402
-from moe_tuning.shapes import device, rank_shapes  # noqa: E402
+from moe_tuning.__main__ import main
+from moe_tuning.config_file import write_configs
+from moe_tuning.search_space import KernelConfig
+from moe_tuning.shapes import device, rank_shapes
 
 TP8 = rank_shapes(8)
 SM120 = device("rtx-pro-6000-server")

@@ -5,19 +5,15 @@ against the search-space filters (the CI gate: no shipped config exceeds sm_120 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-if str(Path(__file__).resolve().parents[1] / "sgl-kernel") not in sys.path:  # the moe_tuning package
-    sys.path.append(str(Path(__file__).resolve().parents[1] / "sgl-kernel"))
-
-from moe_tuning import config_file as cf  # noqa: E402
-from moe_tuning.search_space import KernelConfig, SearchSpace  # noqa: E402
-from moe_tuning.shapes import device, rank_shapes  # noqa: E402
-from sglang_fastpath.errors import FastpathError  # noqa: E402
-from sglang_trees import trees  # noqa: E402, F401 (trees: a module-scoped fixture)
+from moe_tuning import config_file as cf
+from moe_tuning.search_space import KernelConfig, SearchSpace
+from moe_tuning.shapes import device, rank_shapes
+from sglang_fastpath.errors import FastpathError
+from sglang_trees import trees  # noqa: F401 (trees: a module-scoped fixture)
 
 TP8 = rank_shapes(8)
 SM120 = device("rtx-pro-6000-server")

@@ -12,7 +12,6 @@ must come out as zeros.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,12 +19,10 @@ from pathlib import Path
 import pytest
 import torch
 
-if str(Path(__file__).resolve().parents[1] / "sgl-kernel") not in sys.path:  # the moe_tuning package
-    sys.path.append(str(Path(__file__).resolve().parents[1] / "sgl-kernel"))
-
-from moe_tuning import search_space as ss  # noqa: E402
-from moe_tuning.shapes import Gemm, device  # noqa: E402
-from sglang_trees import load_defs, source, trees  # noqa: E402, F401 (trees: a module-scoped fixture)
+from fastpath_fixtures import script_env
+from moe_tuning import search_space as ss
+from moe_tuning.shapes import Gemm, device
+from sglang_trees import load_defs, source, trees  # noqa: F401 (trees: a module-scoped fixture)
 
 KERNELS = "sglang.kernels.ops.moe.fused_moe_triton_kernels"
 E, TOP_K, N, K, GROUP, M = 4, 2, 64, 128, 32, 3
@@ -121,7 +118,7 @@ def _child(tree: str) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def results(trees) -> list[dict]:  # noqa: F811
-    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    env = script_env(TRITON_INTERPRET="1")
     done = subprocess.run([sys.executable, __file__, str(trees.pristine)], env=env, capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-4000:]

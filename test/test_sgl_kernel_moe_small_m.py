@@ -13,17 +13,13 @@ layout conversions, the config checks, and ``default_config``'s kernels cross-co
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import torch
 
-if str(Path(__file__).resolve().parents[1] / "sgl-kernel") not in sys.path:
-    sys.path.append(str(Path(__file__).resolve().parents[1] / "sgl-kernel"))
-
+from fastpath_fixtures import script_env
 from fastpath_kernels.moe.layout import (
     W4Weights,
     dequantize,
@@ -106,7 +102,7 @@ def _child() -> list[dict]:
 
 @pytest.fixture(scope="module")
 def results() -> dict[str, dict]:
-    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    env = script_env(TRITON_INTERPRET="1")
     done = subprocess.run([sys.executable, __file__], env=env, capture_output=True, text=True,
                           timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-4000:]

@@ -4,17 +4,12 @@ for Kimi-K2.5's INT4 GEMMs at TP=8 on the H200 and on sm_120.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import pytest
 
-if str(Path(__file__).resolve().parents[1] / "sgl-kernel") not in sys.path:  # the moe_tuning package
-    sys.path.append(str(Path(__file__).resolve().parents[1] / "sgl-kernel"))
-
-from moe_tuning import search_space as ss  # noqa: E402
-from moe_tuning.shapes import Device, Gemm, device, rank_shapes  # noqa: E402
-from sglang_fastpath.errors import FastpathError  # noqa: E402
+from moe_tuning import search_space as ss
+from moe_tuning.shapes import Device, Gemm, device, rank_shapes
+from sglang_fastpath.errors import FastpathError
 
 TP8 = rank_shapes(8)
 H200 = device("h200")

@@ -6,19 +6,14 @@ Triton repack (on the meta device) for ``w2.shape`` and so for N, ``get_config_d
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 import torch
 
-if str(Path(__file__).resolve().parents[1] / "sgl-kernel") not in sys.path:  # the moe_tuning package
-    sys.path.append(str(Path(__file__).resolve().parents[1] / "sgl-kernel"))
-
-from moe_tuning import shapes  # noqa: E402
-from sglang_fastpath.errors import FastpathError  # noqa: E402
-from sglang_trees import load_defs, source, trees  # noqa: E402, F401 (trees: a module-scoped fixture)
+from moe_tuning import shapes
+from sglang_fastpath.errors import FastpathError
+from sglang_trees import load_defs, source, trees  # noqa: F401 (trees: a module-scoped fixture)
 
 CONFIG_MODULE = "sglang.srt.layers.moe.moe_runner.triton_utils.fused_moe_triton_config"
 WNA16_MODULE = "sglang.srt.layers.quantization.compressed_tensors.schemes.compressed_tensors_wNa16_moe"

@@ -6,18 +6,13 @@ and that ptxas's register/spill report is read.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import pytest
 
-if str(Path(__file__).resolve().parents[1] / "sgl-kernel") not in sys.path:  # the moe_tuning package
-    sys.path.append(str(Path(__file__).resolve().parents[1] / "sgl-kernel"))
-
-from moe_tuning import search_space as ss  # noqa: E402
-from moe_tuning.shapes import SM120_SMEM, device, rank_shapes  # noqa: E402
-from moe_tuning.xcompile import CompileStats, arch_of, compile_stats, compiled_rejections, strides  # noqa: E402
-from sglang_trees import load_defs, source, trees  # noqa: E402, F401 (trees: a module-scoped fixture)
+from moe_tuning import search_space as ss
+from moe_tuning.shapes import SM120_SMEM, device, rank_shapes
+from moe_tuning.xcompile import CompileStats, arch_of, compile_stats, compiled_rejections, strides
+from sglang_trees import load_defs, source, trees  # noqa: F401 (trees: a module-scoped fixture)
 
 KERNELS = "sglang.kernels.ops.moe.fused_moe_triton_kernels"
 TP8 = rank_shapes(8)

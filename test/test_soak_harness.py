@@ -21,16 +21,14 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # the benchmark package
-    sys.path.append(str(ROOT))
+from benchmark.soak import __main__ as cli
+from benchmark.soak.bad_inputs import bad_inputs
+from benchmark.soak.http_client import Endpoint, NotLoopback
+from benchmark.soak.report import percentile
+from benchmark.soak.server import parse_metric, server_facts, without_speculation
+from benchmark.soak.soak import SoakConfig, run_soak
 
-from benchmark.soak import __main__ as cli  # noqa: E402
-from benchmark.soak.bad_inputs import bad_inputs  # noqa: E402
-from benchmark.soak.http_client import Endpoint, NotLoopback  # noqa: E402
-from benchmark.soak.report import percentile  # noqa: E402
-from benchmark.soak.server import parse_metric, server_facts, without_speculation  # noqa: E402
-from benchmark.soak.soak import SoakConfig, run_soak  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 # slow: real stand-in servers soaked for seconds each, about 45 s on 2 cores (test/README.md).
 pytestmark = pytest.mark.slow

@@ -13,7 +13,6 @@ Kernels run in a child process because Triton picks interpreted vs compiled at f
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import types
@@ -23,12 +22,10 @@ from pathlib import Path
 import pytest
 import torch
 
-if str(Path(__file__).resolve().parents[1]) not in sys.path:  # the benchmark package
-    sys.path.append(str(Path(__file__).resolve().parents[1]))
-
-from benchmark.attn_verify_bench import KERNEL_FILE, file_from_patch, patch_creating  # noqa: E402
-from sglang_fastpath.paths import patches_dir  # noqa: E402
-from sglang_trees import load_defs, source, trees  # noqa: E402, F401 (trees: a module-scoped fixture)
+from benchmark.attn_verify_bench import KERNEL_FILE, file_from_patch, patch_creating
+from fastpath_fixtures import script_env
+from sglang_fastpath.paths import patches_dir
+from sglang_trees import load_defs, source, trees  # noqa: F401 (trees: a module-scoped fixture)
 
 VERIFY = "sglang.kernels.ops.attention.verify_grouped_attention"
 EXTEND = "sglang.kernels.ops.attention.extend_attention"
@@ -292,7 +289,7 @@ def _child(tree: str) -> list[dict]:
 def interpreted_results(script: str, tree: Path) -> dict[str, dict]:
     """Run ``script`` (a test file whose ``__main__`` prints its ``_child`` results) on ``tree`` under the
     Triton interpreter; its records by case name, the dispatch ones as ``dispatch-<index>``."""
-    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    env = script_env(TRITON_INTERPRET="1")
     done = subprocess.run([sys.executable, script, str(tree)], env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-4000:]
     return {r["case"]["name"] if "case" in r else f"dispatch-{i}": r

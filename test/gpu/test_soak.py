@@ -13,17 +13,14 @@ from __future__ import annotations
 import json
 import os
 import socket
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:  # the benchmark package
-    sys.path.append(str(ROOT))
+from benchmark.soak import __main__ as soak_cli
+from engines import MAX_TOTAL_TOKENS, MEM_FRACTION, SPEC
 
-from benchmark.soak import __main__ as soak_cli  # noqa: E402
-from engines import MAX_TOTAL_TOKENS, MEM_FRACTION, SPEC  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.gpu
 

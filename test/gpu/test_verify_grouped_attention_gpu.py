@@ -8,13 +8,8 @@ this checks the committed patch whichever bundle is installed. Timing is benchma
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import pytest
-
-if str(Path(__file__).resolve().parents[2]) not in sys.path:  # the benchmark package
-    sys.path.append(str(Path(__file__).resolve().parents[2]))
 
 pytestmark = pytest.mark.gpu
 
