@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from sglang_fastpath.fetch import sha256_of
+from sglang_fastpath.digest import sha256_of
 from sglang_fastpath.pins import fastpath_version
 from sglang_fastpath.wheel import record_hash
 

@@ -29,11 +29,13 @@ from sglang_fastpath.bundle_profiles import (
     DEFAULT_ARCHES, DEFAULT_PROFILE, PROFILES, SLIM_BUDGET_BYTES, SLIM_OMITS_REASON, SLIM_PACKAGES, TARGET_PYTHON,
     slim_trims,
 )
+from sglang_fastpath.digest import sha256_of
 from sglang_fastpath.errors import FastpathError
-from sglang_fastpath.fetch import fetch_pinned, run_pip, sha256_of
+from sglang_fastpath.fetch import fetch_pinned
 from sglang_fastpath.host_manifest import DATA_DIR, DEFAULT_HOST, parse_host_manifest
 from sglang_fastpath.paths import build_dir
 from sglang_fastpath.pins import BASE_VERSION
+from sglang_fastpath.pip_run import run_pip
 from sglang_fastpath.wheel import BuiltWheel, build_wheels
 from sglang_fastpath.wheel_trim import TrimResult, trim_wheel
 

@@ -25,7 +25,7 @@ from packaging.version import Version
 
 from sglang_fastpath.bundle_profiles import TARGET_PLATFORMS, TARGET_PYTHON
 from sglang_fastpath.errors import FastpathError
-from sglang_fastpath.fetch import run_pip
+from sglang_fastpath.pip_run import run_pip
 
 
 @dataclass(frozen=True)

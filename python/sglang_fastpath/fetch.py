@@ -2,25 +2,18 @@
 
 from __future__ import annotations
 
-import hashlib
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+from sglang_fastpath.digest import sha256_of
 from sglang_fastpath.errors import FastpathError
 from sglang_fastpath.paths import wheel_cache
 from sglang_fastpath.pins import WheelPin, find_pin
+from sglang_fastpath.pip_run import run_pip
 
 _WHEEL_NAME = re.compile(r"^sglang-(?P<version>[^-]+)-(?P<py>[^-]+)-[^-]+-[^-]+\.whl$")
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def wheel_version(path: Path) -> str:
@@ -47,16 +40,6 @@ def verify_wheel(path: Path, pin: WheelPin) -> Path:
             "the file is corrupt or not the PyPI release: delete it and fetch again"
         )
     return path
-
-
-def run_pip(args: list[str], what: str) -> subprocess.CompletedProcess[str]:
-    """``python -m pip ARGS``; on failure one line: what pip could not do and its last error."""
-    proc = subprocess.run([sys.executable, "-m", "pip", *args], capture_output=True, text=True)
-    if proc.returncode != 0:
-        errors = [line for line in proc.stderr.splitlines() if line.startswith("ERROR")]
-        detail = (errors or proc.stderr.strip().splitlines() or ["no output"])[-1]
-        raise FastpathError(f"pip could not {what}: {detail}")
-    return proc
 
 
 def _pip_download(requirement: str, dest: Path, pin: WheelPin | None) -> None:

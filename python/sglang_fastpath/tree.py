@@ -13,8 +13,9 @@ import zipfile
 from pathlib import Path
 
 from sglang_fastpath import git
+from sglang_fastpath.digest import sha256_of
 from sglang_fastpath.errors import FastpathError
-from sglang_fastpath.fetch import sha256_of, wheel_version
+from sglang_fastpath.fetch import wheel_version
 from sglang_fastpath.series import Series
 
 PACKAGE_PREFIX = "sglang/"

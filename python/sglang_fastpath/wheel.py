@@ -19,8 +19,9 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from sglang_fastpath.digest import sha256_of
 from sglang_fastpath.errors import FastpathError
-from sglang_fastpath.fetch import fetch_pinned, sha256_of
+from sglang_fastpath.fetch import fetch_pinned
 from sglang_fastpath.paths import patches_dir
 from sglang_fastpath.pins import BASE_VERSION, FASTPATH_RELEASE, fastpath_version, python_tags
 from sglang_fastpath.series import Series, read_series

@@ -22,8 +22,8 @@ from pathlib import Path
 from packaging.utils import parse_wheel_filename
 
 from sglang_fastpath.bundle_profiles import Trim
+from sglang_fastpath.digest import sha256_of
 from sglang_fastpath.errors import FastpathError
-from sglang_fastpath.fetch import sha256_of
 from sglang_fastpath.wheel import _EPOCH, _write
 
 MARKER = "TRIMMED.json"

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 
 import torch
 
-from sglang_fastpath.fetch import sha256_of
+from sglang_fastpath.digest import sha256_of
 from sglang_fastpath.models import eagle3
 from sglang_fastpath.models.checkpoint import GIB, CheckpointInfo, measure, save_tensors, write_checkpoint, write_json
 from sglang_fastpath.models.shapes import DraftShape, Wiring
