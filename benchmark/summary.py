@@ -37,26 +37,47 @@ def _verdict(move: Move | None) -> str:
     return "GRAPH LOST" if move.graph_lost else VERDICTS[move.tag]
 
 
-def table(results: ResultSet, threshold: float = THRESHOLD) -> str:
-    variants = list(dict.fromkeys(r.variant for r in results.records))
-    rows: dict[tuple, dict[str, Record]] = defaultdict(dict)
+Point = tuple[str, str, str, int, int, str, int]  # config, backend, mode, k, topk, metric, bs
+
+
+def variants(results: ResultSet) -> list[str]:
+    """The variants in the order they were first recorded: the first is the base of every ratio."""
+    return list(dict.fromkeys(r.variant for r in results.records))
+
+
+def points(results: ResultSet, metrics: tuple[str, ...] = SHOWN) -> dict[Point, dict[str, Record]]:
+    """The records of ``metrics`` by point (the table's row), then by variant."""
+    rows: dict[Point, dict[str, Record]] = defaultdict(dict)
     for r in results.records:
-        if r.metric in SHOWN:
+        if r.metric in metrics:
             rows[(r.config, r.backend, r.mode, r.k, r.topk, r.metric, r.bs)][r.variant] = r
+    return rows
+
+
+def ratio(by_variant: dict[str, Record], base: str, new: str) -> float | None:
+    """``new``'s figure over ``base``'s at one point; None where either is missing or the base is 0."""
+    first, last = by_variant.get(base), by_variant.get(new)
+    return last.value / first.value if first and last and first.value else None
+
+
+def table(results: ResultSet, threshold: float = THRESHOLD) -> str:
+    names = variants(results)
+    rows = points(results)
     if not rows:
         return "no figures measured"
     head = f"{'config':<9}{'backend':<11}{'mode':<13}{'k':>2}{'tk':>3}{'bs':>4} {'metric':<13}"
-    head += "".join(f"{v[:12]:>13}{'range':>7}" for v in variants)
+    head += "".join(f"{v[:12]:>13}{'range':>7}" for v in names)
     head += f"{'ratio':>8} {'verdict':<11}{'floor ms':>9}"
     lines = [head]
     for (config, backend, mode, k, topk, metric, bs), by_variant in sorted(rows.items()):
         line = f"{config:<9}{backend:<11}{mode:<13}{k:>2}{topk:>3}{bs:>4} {metric:<13}"
-        for v in variants:
+        for v in names:
             r = by_variant.get(v)
             line += f"{r.value:>11.4g} {_flag(r)}{_range(r):>7}" if r else f"{'-':>13}{'':>7}"
-        first, last = by_variant.get(variants[0]), by_variant.get(variants[-1])
-        if first and last and first.value and len(variants) > 1:
-            line += f"{last.value / first.value:>8.3f} {_verdict(judge(last.key(), first, last, threshold)):<11}"
+        moved = ratio(by_variant, names[0], names[-1]) if len(names) > 1 else None
+        if moved is not None:
+            first, last = by_variant[names[0]], by_variant[names[-1]]
+            line += f"{moved:>8.3f} {_verdict(judge(last.key(), first, last, threshold)):<11}"
         else:
             line += f"{'':>8} {'':<11}"
         floor = next((r.floor_ms for r in by_variant.values() if r.floor_ms is not None), None)
