@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sglang_fastpath import memory_split
 from sglang_fastpath.moe_config import lookup, moe_shape, read_model_config, sglang_config_dir
 from sglang_fastpath.pins import BASE_VERSION
 from sglang_fastpath.wheel import MANIFEST
@@ -22,6 +23,18 @@ from sglang_fastpath.wheel import MANIFEST
 class GpuInfo:
     name: str
     capability: tuple[int, int]
+    memory_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class MemoryQuestion:
+    """What ``diagnose`` needs to split a GPU's memory between a target, its draft and their KV."""
+
+    draft: Path | None = None
+    gpu_memory_gib: float | None = None  # None: GPU 0's
+    fractions: tuple[float, ...] = (0.6, 0.7, 0.8, 0.88)
+    context_length: int | None = None
+    kv_dtype: str = "auto"
 
 
 @dataclass
@@ -51,7 +64,8 @@ def gpus() -> list[GpuInfo] | None:
         return None
     if not torch.cuda.is_available():
         return []
-    return [GpuInfo(torch.cuda.get_device_name(i), torch.cuda.get_device_capability(i))
+    return [GpuInfo(torch.cuda.get_device_name(i), torch.cuda.get_device_capability(i),
+                    torch.cuda.get_device_properties(i).total_memory)
             for i in range(torch.cuda.device_count())]
 
 
@@ -64,8 +78,11 @@ def _package_version(name: str) -> str | None:
 
 def diagnose(model: Path | None = None, tp: int = 1, ep: int = 1, device_name: str | None = None,
              max_running_requests: int | None = None, cuda_graph_max_bs: int | None = None,
-             nvlink: bool | None = None) -> DoctorReport:
+             nvlink: bool | None = None, memory: MemoryQuestion | None = None) -> DoctorReport:
     report = DoctorReport()
+    draft = memory.draft if memory else None
+    if model is not None:
+        model, draft = memory_split.pair_folders(model, draft)
     version, manifest = installed_sglang()
     if version is None:
         report.warnings.append("sglang is not installed: install the fork's wheel or bundle (README)")
@@ -94,7 +111,11 @@ def diagnose(model: Path | None = None, tp: int = 1, ep: int = 1, device_name: s
         report.warnings.append(
             f"--cuda-graph-max-bs-decode {cuda_graph_max_bs} < --max-running-requests {max_running_requests}: "
             "verify runs eagerly for larger batches; raise --cuda-graph-max-bs-decode")
-    if model is not None:
+    if model is not None and memory is not None:
+        _memory_section(report, model, draft, tp, memory, found, max_running_requests)
+    if model is not None and not _is_moe(read_model_config(model)):
+        report.facts.append("MoE config: none needed (no routed experts)")
+    elif model is not None:
         shape = moe_shape(read_model_config(model), tp, ep)
         if name is None:
             report.warnings.append("no GPU name (pass --device-name) : cannot resolve the MoE config file")
@@ -112,3 +133,23 @@ def diagnose(model: Path | None = None, tp: int = 1, ep: int = 1, device_name: s
             if shape.note:
                 report.facts.append(f"  note: {shape.note}")
     return report
+
+
+def _is_moe(config: dict) -> bool:
+    text = config.get("text_config", config)
+    return bool(text.get("n_routed_experts") or text.get("num_local_experts") or text.get("num_experts"))
+
+
+def _memory_section(report: DoctorReport, target: Path, draft: Path | None, tp: int, memory: MemoryQuestion,
+                    found: list[GpuInfo] | None, max_running_requests: int | None) -> None:
+    gpu_bytes = int(memory.gpu_memory_gib * memory_split.GIB) if memory.gpu_memory_gib else None
+    if gpu_bytes is None and found:
+        gpu_bytes = found[0].memory_bytes
+    if gpu_bytes is None:
+        report.warnings.append("no GPU memory size (pass --gpu-memory-gib): cannot split the memory")
+        return
+    sides = memory_split.sides(target, draft, tp, memory.kv_dtype)
+    facts, warnings = memory_split.report_lines(sides, gpu_bytes, list(memory.fractions), tp,
+                                                max_running_requests, memory.context_length)
+    report.facts += facts
+    report.warnings += warnings
