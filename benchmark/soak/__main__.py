@@ -22,12 +22,9 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-if __package__ in (None, ""):  # run as a file: python benchmark/soak/__main__.py
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-from benchmark.soak.http_client import Endpoint, NotLoopback  # noqa: E402
-from benchmark.soak.server import LaunchedServer, ServerFailed, server_facts, without_speculation  # noqa: E402
-from benchmark.soak.soak import SoakConfig, run_soak  # noqa: E402
+from benchmark.soak.http_client import Endpoint, NotLoopback
+from benchmark.soak.server import LaunchedServer, ServerFailed, server_facts, without_speculation
+from benchmark.soak.soak import SoakConfig, run_soak
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
