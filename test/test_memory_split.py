@@ -93,5 +93,6 @@ def test_doctor_cli_on_a_dense_pair(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "sglang_fastpath", "doctor", "--model", str(pair), "--tp", "2",
                            "--gpu-memory-gib", "80", "--mem-fraction-static", "0.8"],
                           capture_output=True, text=True, cwd=REPO / "python")
-    assert "mem_fraction_static 0.80: weights 8.5 GiB, KV pools 55.5 GiB = 872,415 tokens" in done.stdout, done
+    # (80 x 0.8 - 8 - 0.5) GiB / (65536 + 2048) B: GQA K+V of 4 heads x 128 x 32 layers, and of the draft's 1 layer
+    assert "mem_fraction_static 0.80: weights 8.5 GiB, KV pools 55.5 GiB = 881,757 tokens" in done.stdout, done
     assert "MoE config: none needed (no routed experts)" in done.stdout
