@@ -35,9 +35,9 @@ import pytest
 from sglang_fastpath.fetch import fetch_pinned
 from sglang_fastpath.paths import patches_dir
 from sglang_fastpath.pins import BASE_VERSION
-from sglang_fastpath.series import read_series
-from sglang_fastpath.series_sets import find_set
-from sglang_fastpath.tree import build_tree, unpack_pristine
+from sglang_fastpath.series.patches import read_series
+from sglang_fastpath.series.sets import find_set
+from sglang_fastpath.series.tree import build_tree, unpack_pristine
 
 BACKPORT_VERSION = "0.5.9"
 UPSTREAM = find_set(None)  # the newest upstream port: patches/upstream/v<release>/

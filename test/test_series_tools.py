@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 from fastpath_fixtures import REPO, make_project
 
-from sglang_fastpath import git
-from sglang_fastpath.check import check_pinned
+from sglang_fastpath.series import git
+from sglang_fastpath.series.check import check_pinned
 from sglang_fastpath.errors import FastpathError
-from sglang_fastpath.export import export_series
+from sglang_fastpath.series.export import export_series
 from sglang_fastpath.fetch import fetch_pinned, verify_wheel
 from sglang_fastpath.pins import BASE_VERSION, find_pin, fastpath_version
-from sglang_fastpath.source import make_source
+from sglang_fastpath.series.source import make_source
 from sglang_fastpath.wheel import build_wheels, verify_record
 
 # slow: real wheel builds, source trees and export round trips, about 50 s on 2 cores (test/README.md).

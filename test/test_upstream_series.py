@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 from fastpath_fixtures import REPO, make_project
 
-from sglang_fastpath import fetch, git, pull_request
-from sglang_fastpath.check import (
+from sglang_fastpath import fetch
+from sglang_fastpath.series import git, pull_request
+from sglang_fastpath.series.check import (
     check_bases,
     check_pinned,
     check_set,
@@ -24,12 +25,12 @@ from sglang_fastpath.check import (
     slug,
 )
 from sglang_fastpath.errors import FastpathError
-from sglang_fastpath.export import export_series
+from sglang_fastpath.series.export import export_series
 from sglang_fastpath.pins import BASE_VERSION, find_pin
-from sglang_fastpath.series import read_series, subject
-from sglang_fastpath.series_sets import find_set, series_sets, upstream_sets, version_key
-from sglang_fastpath.source import make_source
-from sglang_fastpath.tree import PRISTINE_TAG
+from sglang_fastpath.series.patches import read_series, subject
+from sglang_fastpath.series.sets import find_set, series_sets, upstream_sets, version_key
+from sglang_fastpath.series.source import make_source
+from sglang_fastpath.series.tree import PRISTINE_TAG
 
 UPSTREAM = find_set(None, REPO)
 

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
-from sglang_fastpath.errors import FastpathError
 from sglang_fastpath.digest import sha256_of
+from sglang_fastpath.errors import FastpathError
 from sglang_fastpath.install import Target, VerifyError, pip_install, probe
 from sglang_fastpath.lock import canonical_name
 from sglang_fastpath.pins import BASE_VERSION

@@ -24,8 +24,8 @@ from sglang_fastpath.errors import FastpathError
 from sglang_fastpath.fetch import fetch_pinned
 from sglang_fastpath.paths import patches_dir
 from sglang_fastpath.pins import BASE_VERSION, FASTPATH_RELEASE, fastpath_version, python_tags
-from sglang_fastpath.series import Series, read_series
-from sglang_fastpath.tree import build_tree, changed_files, package_path
+from sglang_fastpath.series.patches import Series, read_series
+from sglang_fastpath.series.tree import build_tree, changed_files, package_path
 
 MANIFEST = "fastpath.json"
 _EPOCH = (1980, 1, 1, 0, 0, 0)

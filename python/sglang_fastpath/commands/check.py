@@ -3,7 +3,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from sglang_fastpath.check import (
+from sglang_fastpath.fetch import newest_release
+from sglang_fastpath.series.check import (
     check_bases,
     check_pinned,
     default_base_versions,
@@ -11,8 +12,7 @@ from sglang_fastpath.check import (
     format_report,
     missing_upstream_counterparts,
 )
-from sglang_fastpath.fetch import newest_release
-from sglang_fastpath.series_sets import upstream_sets
+from sglang_fastpath.series.sets import upstream_sets
 
 
 def register(sub: argparse._SubParsersAction) -> None:

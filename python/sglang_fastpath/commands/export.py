@@ -3,8 +3,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from sglang_fastpath.export import export_series
-from sglang_fastpath.series_sets import find_set
+from sglang_fastpath.series.export import export_series
+from sglang_fastpath.series.sets import find_set
 
 
 def register(sub: argparse._SubParsersAction) -> None:

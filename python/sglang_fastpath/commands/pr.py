@@ -4,9 +4,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from sglang_fastpath import pull_request
-from sglang_fastpath.series import read_series
-from sglang_fastpath.series_sets import find_set
+from sglang_fastpath.series import pull_request
+from sglang_fastpath.series.patches import read_series
+from sglang_fastpath.series.sets import find_set
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -3,7 +3,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from sglang_fastpath.source import make_source
+from sglang_fastpath.series.source import make_source
 
 
 def register(sub: argparse._SubParsersAction) -> None:

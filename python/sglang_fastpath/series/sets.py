@@ -17,7 +17,7 @@ from pathlib import Path
 from sglang_fastpath.errors import FastpathError
 from sglang_fastpath.paths import patches_dir
 from sglang_fastpath.pins import BASE_VERSION
-from sglang_fastpath.series import SERIES_FILE
+from sglang_fastpath.series.patches import SERIES_FILE
 
 MAIN, BACKPORT, UPSTREAM = "main", "backport", "upstream"
 

@@ -17,14 +17,14 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from sglang_fastpath import git
 from sglang_fastpath.digest import sha256_of
 from sglang_fastpath.errors import FastpathError
 from sglang_fastpath.fetch import fetch_pinned
 from sglang_fastpath.paths import build_dir
-from sglang_fastpath.series import read_series, subject
-from sglang_fastpath.series_sets import SeriesSet
-from sglang_fastpath.tree import PRISTINE_TAG, unpack_pristine
+from sglang_fastpath.series import git
+from sglang_fastpath.series.patches import read_series, subject
+from sglang_fastpath.series.sets import SeriesSet
+from sglang_fastpath.series.tree import PRISTINE_TAG, unpack_pristine
 
 TEMPLATE_HEADINGS = (
     "## Motivation",

@@ -12,11 +12,11 @@ import shutil
 import zipfile
 from pathlib import Path
 
-from sglang_fastpath import git
 from sglang_fastpath.digest import sha256_of
 from sglang_fastpath.errors import FastpathError
 from sglang_fastpath.fetch import wheel_version
-from sglang_fastpath.series import Series
+from sglang_fastpath.series import git
+from sglang_fastpath.series.patches import Series
 
 PACKAGE_PREFIX = "sglang/"
 UPSTREAM_PREFIX = "python/"

@@ -11,11 +11,11 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from sglang_fastpath import git
 from sglang_fastpath.errors import FastpathError
 from sglang_fastpath.paths import patches_dir, source_tree
-from sglang_fastpath.series import SERIES_FILE
-from sglang_fastpath.tree import PRISTINE_TAG
+from sglang_fastpath.series import git
+from sglang_fastpath.series.patches import SERIES_FILE
+from sglang_fastpath.series.tree import PRISTINE_TAG
 
 FORMAT_PATCH_ARGS = ("format-patch", "--zero-commit", "--no-signature", "-N", "--no-renames", "--stat=80")
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sglang_fastpath import git
 from sglang_fastpath.errors import FastpathError
 from sglang_fastpath.fetch import fetch_pinned
 from sglang_fastpath.paths import source_tree
-from sglang_fastpath.series import read_series
-from sglang_fastpath.series_sets import find_set
-from sglang_fastpath.tree import build_tree
+from sglang_fastpath.series import git
+from sglang_fastpath.series.patches import read_series
+from sglang_fastpath.series.sets import find_set
+from sglang_fastpath.series.tree import build_tree
 
 
 def make_source(dest: Path | None = None, force: bool = False, series: str = "series") -> Path:

@@ -15,13 +15,13 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sglang_fastpath import git, pull_request
 from sglang_fastpath.errors import FastpathError
 from sglang_fastpath.fetch import fetch_pinned, fetch_release, released_versions, verify_wheel, wheel_version
 from sglang_fastpath.pins import BASE_VERSION, find_pin
-from sglang_fastpath.series import Series, hunks, read_series, subject, unlisted_patches
-from sglang_fastpath.series_sets import BACKPORT, MAIN, UPSTREAM, SeriesSet, series_sets, version_key
-from sglang_fastpath.tree import PRISTINE_TAG, unpack_pristine
+from sglang_fastpath.series import git, pull_request
+from sglang_fastpath.series.patches import Series, hunks, read_series, subject, unlisted_patches
+from sglang_fastpath.series.sets import BACKPORT, MAIN, UPSTREAM, SeriesSet, series_sets, version_key
+from sglang_fastpath.series.tree import PRISTINE_TAG, unpack_pristine
 
 _FAILED = re.compile(r"^error: patch failed: (?P<path>.+):(?P<line>\d+)$", re.MULTILINE)
 _MISSING = re.compile(r"^error: (?P<path>\S+): (?:No such file or directory|does not exist in index)$", re.MULTILINE)
