@@ -36,8 +36,8 @@ from sglang_fastpath.fetch import fetch_pinned
 from sglang_fastpath.host_manifest import DEFAULT_HOST, parse_host_manifest
 from sglang_fastpath.pins import BASE_VERSION, fastpath_version
 from sglang_fastpath.series.source import make_source
-from sglang_fastpath.wheel import verify_record
-from sglang_fastpath.wheel_trim import MARKER, trim_wheel
+from sglang_fastpath.wheel.archive import verify_record
+from sglang_fastpath.wheel.trim import MARKER, trim_wheel
 
 EDITED = "sglang/srt/utils/__init__.py"
 ADDED = "sglang/srt/fastpath_bundle_marker.py"

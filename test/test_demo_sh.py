@@ -23,7 +23,7 @@ import pytest
 
 from sglang_fastpath.digest import sha256_of
 from sglang_fastpath.pins import fastpath_version
-from sglang_fastpath.wheel import record_hash
+from sglang_fastpath.wheel.archive import record_hash
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "demo.sh"

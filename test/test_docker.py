@@ -51,7 +51,7 @@ from sglang_fastpath.install import Mode, Target, check_mode, fatal_problems, fi
 from sglang_fastpath.lock import PLATFORMS, canonical_name, lock_path, read_lock
 from sglang_fastpath.pins import BASE_VERSION, fastpath_version, python_tags
 from sglang_fastpath.series.patches import read_series
-from sglang_fastpath.wheel import record_hash
+from sglang_fastpath.wheel.archive import record_hash
 
 REPO = Path(__file__).resolve().parents[1]
 DOCKER = REPO / "docker"

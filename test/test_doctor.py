@@ -14,7 +14,7 @@ from fastpath_fixtures import REPO
 from sglang_fastpath.fetch import fetch_pinned
 from sglang_fastpath.moe_config import config_file_name, lookup, moe_shape
 from sglang_fastpath.pins import BASE_VERSION, fastpath_version
-from sglang_fastpath.wheel import build_wheels
+from sglang_fastpath.wheel.build import build_wheels
 
 # slow: pip installs the pinned stock and fork wheels into sites, about 20 s on 2 cores (test/README.md).
 pytestmark = pytest.mark.slow

@@ -18,7 +18,8 @@ from sglang_fastpath.series.export import export_series
 from sglang_fastpath.fetch import fetch_pinned, verify_wheel
 from sglang_fastpath.pins import BASE_VERSION, find_pin, fastpath_version
 from sglang_fastpath.series.source import make_source
-from sglang_fastpath.wheel import build_wheels, verify_record
+from sglang_fastpath.wheel.archive import verify_record
+from sglang_fastpath.wheel.build import build_wheels
 
 # slow: real wheel builds, source trees and export round trips, about 50 s on 2 cores (test/README.md).
 pytestmark = pytest.mark.slow

@@ -36,8 +36,8 @@ from sglang_fastpath.host_manifest import DATA_DIR, DEFAULT_HOST, parse_host_man
 from sglang_fastpath.paths import build_dir
 from sglang_fastpath.pins import BASE_VERSION
 from sglang_fastpath.pip_run import run_pip
-from sglang_fastpath.wheel import BuiltWheel, build_wheels
-from sglang_fastpath.wheel_trim import TrimResult, trim_wheel
+from sglang_fastpath.wheel.build import BuiltWheel, build_wheels
+from sglang_fastpath.wheel.trim import TrimResult, trim_wheel
 
 TARGET_TAG = "cp" + TARGET_PYTHON.replace(".", "")
 _OUTPUTS = ("wheels", "stock-overlay", "install.sh", "SHA256SUMS", "manifest.json")

@@ -36,7 +36,7 @@ from sglang_fastpath.errors import FastpathError
 from sglang_fastpath.fetch import wheel_version
 from sglang_fastpath.lock import canonical_name, lock_path, read_lock
 from sglang_fastpath.pins import BASE_VERSION
-from sglang_fastpath.wheel import MANIFEST, verify_record
+from sglang_fastpath.wheel.archive import MANIFEST, verify_record
 
 # The fork's own distributions besides sglang, installed from the wheelhouse with --no-deps.
 # A package the fork adds later (kernels, tuned configs) joins this tuple and docker/build-wheels.sh.

@@ -29,7 +29,7 @@ from sglang_fastpath.errors import FastpathError
 from sglang_fastpath.install import Target, VerifyError, pip_install, probe
 from sglang_fastpath.lock import canonical_name
 from sglang_fastpath.pins import BASE_VERSION
-from sglang_fastpath.wheel import MANIFEST
+from sglang_fastpath.wheel.archive import MANIFEST
 
 STOCK_MARKER = "STOCK"
 

@@ -4,7 +4,8 @@ import argparse
 from pathlib import Path
 
 from sglang_fastpath.pins import FASTPATH_RELEASE, python_tags
-from sglang_fastpath.wheel import build_wheels, verify_record
+from sglang_fastpath.wheel.archive import verify_record
+from sglang_fastpath.wheel.build import build_wheels
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -8,9 +8,7 @@ or edited is listed in ``<dist-info>/TRIMMED.json`` and RECORD is recomputed.
 
 from __future__ import annotations
 
-import csv
 import fnmatch
-import io
 import json
 import shutil
 import subprocess
@@ -24,7 +22,7 @@ from packaging.utils import parse_wheel_filename
 from sglang_fastpath.bundle_profiles import Trim
 from sglang_fastpath.digest import sha256_of
 from sglang_fastpath.errors import FastpathError
-from sglang_fastpath.wheel import _EPOCH, _write
+from sglang_fastpath.wheel.archive import write_member, write_record
 
 MARKER = "TRIMMED.json"
 
@@ -115,7 +113,7 @@ def trim_wheel(wheel: Path, trim: Trim, out_dir: Path) -> TrimResult:
                     data = _set_header(data, "Version", new_version)
                 elif member.endswith("/WHEEL") and trim.build_tag:
                     data = _set_header(data, "Build", trim.build_tag)
-            _write(dst, member, data, info.external_attr >> 16 or 0o100644, rows)
+            write_member(dst, member, data, info.external_attr >> 16 or 0o100644, rows)
         missing = unmatched | (set(trim.strip) - set(result.stripped)) | (set(edits) - set(result.edited))
         if missing:
             raise FastpathError(f"{wheel.name} has no member matching {sorted(missing)}; its layout changed: "
@@ -123,8 +121,8 @@ def trim_wheel(wheel: Path, trim: Trim, out_dir: Path) -> TrimResult:
         marker = {"trimmed_by": "sglang-fastpath bundle (slim)", "reason": trim.reason,
                   "upstream_wheel": result.upstream, "upstream_sha256": result.upstream_sha256,
                   "dropped": result.dropped, "stripped": result.stripped, "edited": result.edited}
-        _write(dst, f"{new_info}/{MARKER}", (json.dumps(marker, indent=1) + "\n").encode(), 0o100644, rows)
-        _write_record(dst, f"{new_info}/RECORD", rows)
+        write_member(dst, f"{new_info}/{MARKER}", (json.dumps(marker, indent=1) + "\n").encode(), 0o100644, rows)
+        write_record(dst, f"{new_info}/RECORD", rows)
     return result
 
 
@@ -138,14 +136,3 @@ def _set_header(data: bytes, key: str, value: str) -> bytes:
     else:
         lines.append(f"{key}: {value}")
     return ("\n".join(lines) + "\n" + (sep[1:] + body if sep else "")).encode()
-
-
-def _write_record(dst: zipfile.ZipFile, name: str, rows: list[list[str]]) -> None:
-    record = io.StringIO()
-    writer = csv.writer(record, lineterminator="\n")
-    writer.writerows(rows)
-    writer.writerow([name, "", ""])
-    info = zipfile.ZipInfo(name, date_time=_EPOCH)
-    info.external_attr = 0o100644 << 16
-    info.compress_type = zipfile.ZIP_DEFLATED
-    dst.writestr(info, record.getvalue())
