@@ -36,6 +36,7 @@ from typing import Any, Callable
 
 from benchmark import engine_probes
 from benchmark.floor import ModelShape
+from benchmark.plan import E2EPoints, JobSpec
 from benchmark.sink import Sink
 from benchmark.tokens import token_ids
 
@@ -51,17 +52,23 @@ def on_child_failure(signum: int, frame: Any) -> None:
     raise EngineFailed("a SGLang subprocess of the engine failed (SIGQUIT); its traceback is in this job's log")
 
 
-def engine_kwargs(spec: dict[str, Any], speculative: bool) -> dict[str, Any]:
-    e = spec["e2e"]
-    bs_max = max(e["bs"])
+def _points(spec: JobSpec) -> E2EPoints:
+    if spec.e2e is None:
+        raise ValueError(f"job {spec.job!r} is e2e but its spec has no e2e points")
+    return spec.e2e
+
+
+def engine_kwargs(spec: JobSpec, speculative: bool) -> dict[str, Any]:
+    e = _points(spec)
+    bs_max = max(e.bs)
     kwargs: dict[str, Any] = dict(
-        model_path=os.path.join(spec["models"], "target"),
-        tokenizer_path=os.path.join(spec["models"], "target"),
+        model_path=os.path.join(spec.models, "target"),
+        tokenizer_path=os.path.join(spec.models, "target"),
         skip_tokenizer_init=True,
-        attention_backend=None if spec["backend"] == "default" else spec["backend"],
+        attention_backend=None if spec.backend == "default" else spec.backend,
         sampling_backend="pytorch",
         grammar_backend="none",
-        context_length=e["prompt_len"] + e["output_len"] + 64,
+        context_length=e.prompt_len + e.output_len + 64,
         max_running_requests=bs_max,
         disable_prefill_cuda_graph=True,
         disable_radix_cache=True,
@@ -71,10 +78,10 @@ def engine_kwargs(spec: dict[str, Any], speculative: bool) -> dict[str, Any]:
     )
     if speculative:
         kwargs.update(speculative_algorithm="EAGLE3",
-                      speculative_draft_model_path=os.path.join(spec["models"], "draft"),
-                      speculative_num_steps=e["steps"], speculative_eagle_topk=e["topk"],
-                      speculative_num_draft_tokens=e["draft_tokens"])
-    kwargs.update(spec.get("server_args") or {})
+                      speculative_draft_model_path=os.path.join(spec.models, "draft"),
+                      speculative_num_steps=e.steps, speculative_eagle_topk=e.topk,
+                      speculative_num_draft_tokens=e.draft_tokens)
+    kwargs.update(spec.server_args)
     return kwargs
 
 
@@ -108,35 +115,35 @@ def check_parity(digests: dict[bool, dict[int, str]], sink: Sink) -> int:
     return 0
 
 
-def run_engine(spec: dict[str, Any], sink: Sink, speculative: bool) -> dict[int, str]:
+def run_engine(spec: JobSpec, sink: Sink, speculative: bool, trace_dir: Path) -> dict[int, str]:
     """Time one engine over the job's batch sizes; the output digest of each batch size."""
     import sglang
 
-    e = spec["e2e"]
+    e = _points(spec)
     mode = "e2e_spec" if speculative else "e2e_nospec"
-    k, topk = (e["draft_tokens"], e["topk"]) if speculative else (0, 0)
+    k, topk = (e.draft_tokens, e.topk) if speculative else (0, 0)
     kwargs = engine_kwargs(spec, speculative)
     sink.info("engine", {"mode": mode, "kwargs": kwargs})
-    vocab = ModelShape.from_dir(Path(spec["models"]) / "target").vocab
-    prompts = token_ids(max(e["bs"]), e["prompt_len"], vocab, SEED)
+    vocab = ModelShape.from_dir(Path(spec.models) / "target").vocab
+    prompts = token_ids(max(e.bs), e.prompt_len, vocab, SEED)
     start = time.perf_counter()
     engine = sglang.Engine(**kwargs)
     startup_s = time.perf_counter() - start
     digests: dict[int, str] = {}
     try:
-        _generate(engine, prompts, min(16, e["output_len"]))  # warm-up: graphs, allocator
-        for bs in e["bs"]:
+        _generate(engine, prompts, min(16, e.output_len))  # warm-up: graphs, allocator
+        for bs in e.bs:
             try:
-                _generate(engine, prompts[:bs], min(16, e["output_len"]))  # warm-up at this batch shape
+                _generate(engine, prompts[:bs], min(16, e.output_len))  # warm-up at this batch shape
                 before = engine_probes.all_reduce_counts(engine)
-                runs = [_generate(engine, prompts[:bs], e["output_len"]) for _ in range(e.get("runs", 1))]
+                runs = [_generate(engine, prompts[:bs], e.output_len) for _ in range(e.runs)]
                 outputs = runs[-1][1]
                 digests[bs] = output_digest(outputs)
                 sink.info("output_digest", {"mode": mode, "bs": bs, "sha256": digests[bs]})
                 tokens = sum(int(o["meta_info"]["completion_tokens"]) for o in outputs)
                 seconds = statistics.median(s for s, _ in runs)
                 extra = {"seconds": round(seconds, 4), "tokens": tokens, "startup_s": round(startup_s, 1),
-                         "prompt_len": e["prompt_len"], "output_len": e["output_len"],
+                         "prompt_len": e.prompt_len, "output_len": e.output_len,
                          "runs_seconds": [round(s, 4) for s, _ in runs]}
                 sink.record(mode=mode, bs=bs, k=k, topk=topk, metric="tokens_per_s", value=tokens / seconds,
                             n=len(runs), extra=extra)
@@ -151,18 +158,18 @@ def run_engine(spec: dict[str, Any], sink: Sink, speculative: bool) -> dict[int,
                                 value=sum(accepts) / len(accepts), n=len(accepts), extra=extra)
             except Exception as exc:  # noqa: BLE001 - the other batch sizes still run
                 sink.error(f"{mode} bs={bs} k={k} topk={topk}", exc)
-        for bs in e["bs"] if e.get("pysample_runs") else ():
+        for bs in e.bs if e.pysample_runs else ():
             try:
-                sampled_runs(engine, lambda: _generate(engine, prompts[:bs], e["output_len"]),
-                             f"{mode}-bs{bs}", e["pysample_runs"])
+                sampled_runs(engine, lambda: _generate(engine, prompts[:bs], e.output_len),
+                             f"{mode}-bs{bs}", e.pysample_runs)
             except Exception as exc:  # noqa: BLE001 - a failed sample leaves the timings standing
                 sink.error(f"{mode} bs={bs} pysample", exc)
-        for bs in e["bs"] if e.get("profile_steps") else ():
+        for bs in e.bs if e.profile_steps else ():
             try:
-                folder = Path(spec["trace_dir"]) / f"{mode}-bs{bs}"
+                folder = trace_dir / f"{mode}-bs{bs}"
                 summary = engine_probes.profile_run(
-                    engine, lambda: _generate(engine, prompts[:bs], e["output_len"]), folder, e["profile_steps"])
-                sink.info("trace_summary", {"mode": mode, "bs": bs, "steps": e["profile_steps"],
+                    engine, lambda: _generate(engine, prompts[:bs], e.output_len), folder, e.profile_steps)
+                sink.info("trace_summary", {"mode": mode, "bs": bs, "steps": e.profile_steps,
                                             "folder": str(folder), "traces": summary})
             except Exception as exc:  # noqa: BLE001 - a failed trace leaves the timings standing
                 sink.error(f"{mode} bs={bs} profile", exc)
@@ -198,23 +205,24 @@ def sampled_runs(engine: Any, run: Callable[[], Any], label: str, runs: int) -> 
         time.sleep(2.5)  # the sampler writes its counts every 2 s
 
 
-def run_job(spec: dict[str, Any], sink: Sink, out: str) -> int:
-    if spec["e2e"].get("pysample_runs"):
+def run_job(spec: JobSpec, sink: Sink, out: str) -> int:
+    e = _points(spec)
+    if e.pysample_runs:
         enable_pysample(Path(str(Path(out).with_suffix("")) + "-pysample"))
-    if spec["e2e"]["acc_len"] > 0:  # read by the spawned scheduler; 0 keeps the draft's real acceptance
-        os.environ["SGLANG_SIMULATE_ACC_LEN"] = str(spec["e2e"]["acc_len"])
-    spec = {**spec, "trace_dir": str(Path(out).with_suffix("")) + "-traces"}
+    if e.acc_len > 0:  # read by the spawned scheduler; 0 keeps the draft's real acceptance
+        os.environ["SGLANG_SIMULATE_ACC_LEN"] = str(e.acc_len)
+    trace_dir = Path(str(Path(out).with_suffix("")) + "-traces")
     failed = 0
     digests: dict[bool, dict[int, str]] = {}
     for speculative in (False, True):
         try:
-            digests[speculative] = run_engine(spec, sink, speculative)
+            digests[speculative] = run_engine(spec, sink, speculative, trace_dir)
         except Exception as exc:  # noqa: BLE001 - spec on still runs when spec off failed
             sink.error(f"{'e2e_spec' if speculative else 'e2e_nospec'} engine", exc)
             failed = 1
             from sglang.srt.utils import kill_process_tree
 
             kill_process_tree(os.getpid(), include_parent=False)  # what the failed engine left running
-    if spec["e2e"]["acc_len"] == 0 and len(digests) == 2:
+    if e.acc_len == 0 and len(digests) == 2:
         failed |= check_parity(digests, sink)
     return failed

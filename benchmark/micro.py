@@ -22,7 +22,7 @@ from typing import Any
 from sglang.benchmark import one_batch as ob
 
 from benchmark import engine_probes
-from benchmark.plan import point_blocks
+from benchmark.plan import JobSpec, MicroPoints
 from benchmark.runner_states import RunnerState, build_states, steps_for
 from benchmark.sink import Sink
 from benchmark.step_inputs import DecodeStep, VerifyStep, prefill
@@ -32,22 +32,28 @@ SEED = 1234
 CONTEXT_SLACK = 64  # context_length beyond ctx + max k
 
 
-def server_kwargs(spec: dict[str, Any]) -> dict[str, Any]:
+def _points(spec: JobSpec) -> MicroPoints:
+    if spec.micro is None:
+        raise ValueError(f"job {spec.job!r} is micro but its spec has no micro points")
+    return spec.micro
+
+
+def server_kwargs(spec: JobSpec) -> dict[str, Any]:
     """ServerArgs of the ModelRunner: EAGLE3 at the largest k, graphs at the measured batch sizes."""
-    m = spec["micro"]
-    k_max, topk = max(m["ks"]), m["topks"][0]
-    bs_max = max(m["bs"])
-    context_length = m["ctx"] + k_max + CONTEXT_SLACK
-    graph_bs = [b for b in m["bs"] if m.get("graph_max_bs") is None or b <= m["graph_max_bs"]]
+    m = _points(spec)
+    k_max, topk = max(m.ks), m.topks[0]
+    bs_max = max(m.bs)
+    context_length = m.ctx + k_max + CONTEXT_SLACK
+    graph_bs = m.graph_bs()
     kwargs: dict[str, Any] = dict(
-        model_path=os.path.join(spec["models"], "target"),
-        tokenizer_path=os.path.join(spec["models"], "target"),
+        model_path=os.path.join(spec.models, "target"),
+        tokenizer_path=os.path.join(spec.models, "target"),
         speculative_algorithm="EAGLE3",
-        speculative_draft_model_path=os.path.join(spec["models"], "draft"),
+        speculative_draft_model_path=os.path.join(spec.models, "draft"),
         speculative_num_steps=steps_for(k_max, topk),
         speculative_eagle_topk=topk,
         speculative_num_draft_tokens=k_max,
-        attention_backend=None if spec["backend"] == "default" else spec["backend"],
+        attention_backend=None if spec.backend == "default" else spec.backend,
         sampling_backend="pytorch",
         grammar_backend="none",
         context_length=context_length,
@@ -62,7 +68,7 @@ def server_kwargs(spec: dict[str, Any]) -> dict[str, Any]:
         kwargs["cuda_graph_bs_decode"] = graph_bs
     else:
         kwargs["disable_decode_cuda_graph"] = True
-    kwargs.update(spec.get("server_args") or {})
+    kwargs.update(spec.server_args)
     return kwargs
 
 
@@ -86,43 +92,43 @@ def _emit_counts(sink: Sink, before: dict | None, *, mode: str, bs: int, k: int,
 
 
 def _measure(mr: Any, sink: Sink, state: RunnerState, step: Any, *, mode: str, bs: int, ctx: int,
-             m: dict[str, Any], warmup: bool) -> None:
+             m: MicroPoints, warmup: bool) -> None:
     state.activate(mr)
     k, topk = (1, 0) if mode == "decode" else (state.k, state.topk)
-    variants = [(mode, state.graph_runner)] + ([(mode + "_eager", None)] if m.get("eager") else [])
+    variants = [(mode, state.graph_runner)] + ([(mode + "_eager", None)] if m.eager else [])
     for name, runner in variants:
         mr.decode_cuda_graph_runner = runner
         try:
             before = engine_probes.local_all_reduce_counts()
-            timing = time_step(step.run, reset=step.reset, warmup=m["warmup"], iters=m["iters"])
+            timing = time_step(step.run, reset=step.reset, warmup=m.warmup, iters=m.iters)
             _emit(sink, timing, mode=name, bs=bs, k=k, topk=topk, ctx=ctx, state=state, warmup=warmup)
-            _emit_counts(sink, before, mode=name, bs=bs, k=k, topk=topk, steps=m["warmup"] + m["iters"],
+            _emit_counts(sink, before, mode=name, bs=bs, k=k, topk=topk, steps=m.warmup + m.iters,
                          warmup=warmup)
         except Exception as exc:  # noqa: BLE001 - one point failing must not stop the sweep
             sink.error(f"{'warm-up ' if warmup else ''}{name} bs={bs} k={k} topk={topk}", exc)
     mr.decode_cuda_graph_runner = state.graph_runner
 
 
-def run_rank(spec: dict[str, Any], server_args: Any, port_args: Any, rank: int, out: str | None) -> None:
+def run_rank(spec: JobSpec, server_args: Any, port_args: Any, rank: int, out: str | None) -> None:
     sink = Sink(out if rank == 0 else None)
-    m = spec["micro"]
+    m = _points(spec)
     ob.initialize_moe_config(server_args)
     ob.initialize_fp8_gemm_config(server_args)
     ob.initialize_fp4_gemm_config(server_args)
     ob.configure_logger(server_args, prefix=f" TP{rank}")
     bench_runner, _tokenizer = ob.load_model(server_args, port_args, rank, rank)
     mr = bench_runner.torch_runner
-    init, states = build_states(mr, ks=list(m["ks"]), topks=list(m["topks"]),
+    init, states = build_states(mr, ks=list(m.ks), topks=list(m.topks),
                                 capture=mr.decode_cuda_graph_runner is not None, on_error=sink.error)
     sink.info("runners", {"attention_backend": getattr(mr, "decode_attention_backend_str", None),
                           "max_total_num_tokens": mr.max_total_num_tokens,
                           "states": [s.describe() for s in states]})
     vocab = mr.model_config.vocab_size
-    for bs, warmup in point_blocks(m["bs"], m.get("warmup_block", True)):
+    for bs, warmup in m.blocks():
         tag = "warm-up " if warmup else ""
         init.activate(mr)
         try:
-            pre = prefill(bench_runner, bs=bs, ctx=m["ctx"], spare=max(m["ks"]), vocab=vocab, seed=SEED + bs)
+            pre = prefill(bench_runner, bs=bs, ctx=m.ctx, spare=max(m.ks), vocab=vocab, seed=SEED + bs)
         except Exception as exc:  # noqa: BLE001
             sink.error(f"{tag}prefill bs={bs}", exc)
             continue
@@ -133,11 +139,11 @@ def run_rank(spec: dict[str, Any], server_args: Any, port_args: Any, rank: int, 
             except Exception as exc:  # noqa: BLE001
                 sink.error(f"{tag}{state.mode} bs={bs} k={state.k} topk={state.topk} (inputs)", exc)
                 continue
-            _measure(mr, sink, state, step, mode=state.mode, bs=bs, ctx=m["ctx"], m=m, warmup=warmup)
+            _measure(mr, sink, state, step, mode=state.mode, bs=bs, ctx=m.ctx, m=m, warmup=warmup)
     init.activate(mr)
 
 
-def _rank_main(spec: dict[str, Any], server_args: Any, port_args: Any, rank: int, out: str | None) -> None:
+def _rank_main(spec: JobSpec, server_args: Any, port_args: Any, rank: int, out: str | None) -> None:
     code = 0
     try:
         run_rank(spec, server_args, port_args, rank, out)
@@ -147,12 +153,12 @@ def _rank_main(spec: dict[str, Any], server_args: Any, port_args: Any, rank: int
     os._exit(code)  # skip teardown: a rank waiting on its peer must not hang the job
 
 
-def run_job(spec: dict[str, Any], sink: Sink, out: str) -> int:
+def run_job(spec: JobSpec, sink: Sink, out: str) -> int:
     server_args = ob.ServerArgs(**server_kwargs(spec))
     ob._set_envs_and_config(server_args)
     port_args = ob.PortArgs.init_new(server_args)
     sink.info("server_args", {"kwargs": server_kwargs(spec)})
-    tp = int(spec["tp"])
+    tp = spec.tp
     if tp == 1:
         run_rank(spec, server_args, port_args, 0, out)
         return 0

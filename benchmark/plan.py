@@ -12,8 +12,8 @@ Triton cache, scaled by ``calibration``.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any, Mapping
 
 from benchmark.errors import BenchError
 
@@ -200,7 +200,7 @@ class Job:
         return s * self.calibration
 
     def spec(self) -> dict[str, Any]:
-        """What the worker process reads (``benchmark.worker --spec``)."""
+        """What the worker process reads (``benchmark.worker --spec``), as JSON; ``JobSpec.from_spec`` reads it."""
         return {
             "kind": self.kind, "job": self.name, "variant": self.variant.name, "site": self.variant.site,
             "config": self.parallel.name, "tp": self.parallel.tp, "backend": self.backend,
@@ -208,6 +208,52 @@ class Job:
             "micro": asdict(self.micro) if self.micro else None, "e2e": asdict(self.e2e) if self.e2e else None,
             "round": self.round, "rounds": self.rounds, "variant_env": dict(self.variant.env),
         }
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """One job as its worker process sees it: ``Job.spec()`` read back, typed.
+
+    A missing field takes the default defined here or in ``MicroPoints`` / ``E2EPoints``
+    (defined once); an unknown one is an error, so a typo in a spec cannot pass silently.
+    """
+
+    kind: str
+    models: str
+    backend: str = "triton"
+    site: str = ""
+    tp: int = 1
+    job: str = ""
+    variant: str = ""
+    config: str = ""
+    server_args: Mapping[str, Any] = field(default_factory=dict)
+    micro: MicroPoints | None = None
+    e2e: E2EPoints | None = None
+    round: int = 1
+    rounds: int = 1
+    variant_env: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_spec(cls, data: Mapping[str, Any]) -> JobSpec:
+        _check_fields(cls, data, "job spec")
+        return cls(**{**data, "micro": _points(MicroPoints, data.get("micro")),
+                      "e2e": _points(E2EPoints, data.get("e2e")),
+                      "server_args": dict(data.get("server_args") or {}),
+                      "variant_env": dict(data.get("variant_env") or {})})
+
+
+def _check_fields(cls: type, data: Mapping[str, Any], what: str) -> None:
+    unknown = sorted(set(data) - {f.name for f in fields(cls)})
+    if unknown:
+        raise BenchError(f"{what}: unknown field(s) {', '.join(unknown)}")
+
+
+def _points(cls: type, data: Mapping[str, Any] | None) -> Any:
+    """``MicroPoints`` or ``E2EPoints`` from JSON (lists become the tuples the fields hold)."""
+    if data is None:
+        return None
+    _check_fields(cls, data, cls.__name__)
+    return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
 
 
 # (kind, parallel, backend) in priority order: what runs first when the budget is short.

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from benchmark.plan import JobSpec
 from benchmark.sink import Sink
 
 
@@ -47,25 +48,26 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--spec", required=True, type=Path)
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
-    spec = json.loads(args.spec.read_text())
+    raw = json.loads(args.spec.read_text())
     sink = Sink(args.out)
     code = 1
     try:
+        spec = JobSpec.from_spec(raw)
         found = versions()
         sink.info("versions", found)
-        check_site(spec["site"], found["sglang_file"])
-        if spec["kind"] == "micro":
+        check_site(spec.site, found["sglang_file"])
+        if spec.kind == "micro":
             from benchmark import micro
 
             code = micro.run_job(spec, sink, args.out)
-        elif spec["kind"] == "e2e":
+        elif spec.kind == "e2e":
             from benchmark import e2e
 
             code = e2e.run_job(spec, sink, args.out)
         else:
-            raise ValueError(f"job kind {spec['kind']!r} is neither micro nor e2e")
+            raise ValueError(f"job kind {spec.kind!r} is neither micro nor e2e")
     except BaseException as exc:  # noqa: BLE001 - recorded; the exit status says it failed
-        sink.error(f"{spec.get('kind')} job", exc)
+        sink.error(f"{raw.get('kind')} job", exc)
         code = 1
     sys.stdout.flush()
     sys.stderr.flush()

@@ -12,11 +12,17 @@ from pathlib import Path
 import pytest
 
 from benchmark import e2e
+from benchmark.plan import JobSpec
 from benchmark.sink import Sink
 
 LLAMA = {"hidden_size": 512, "num_hidden_layers": 4, "vocab_size": 32000, "num_attention_heads": 8,
          "num_key_value_heads": 4, "head_dim": 64, "intermediate_size": 1536, "torch_dtype": "bfloat16"}
 AR = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL"
+
+
+def _job(spec: dict) -> JobSpec:
+    """The typed spec a worker reads, from the fields a test sets (the rest take their defaults)."""
+    return JobSpec.from_spec({"kind": "e2e", **spec})
 
 
 class FakeEngine:
@@ -79,7 +85,7 @@ def test_e2e_job_keeps_real_acceptance_and_records_counts_and_profiles(tmp_path,
             "e2e": {"bs": [1, 2], "prompt_len": 4, "output_len": 8, "acc_len": 0, "steps": 3, "topk": 1,
                     "draft_tokens": 4, "profile_steps": 5}}
     out = tmp_path / "job.jsonl"
-    assert e2e.run_job(spec, Sink(str(out)), str(out)) == 0
+    assert e2e.run_job(_job(spec), Sink(str(out)), str(out)) == 0
     assert "SGLANG_SIMULATE_ACC_LEN" not in __import__("os").environ
     lines = [json.loads(x) for x in out.read_text().splitlines()]
     assert not [x for x in lines if x["type"] == "error"], lines
@@ -102,7 +108,7 @@ def test_a_positive_acc_len_is_simulated(tmp_path, models):
             "e2e": {"bs": [1], "prompt_len": 4, "output_len": 4, "acc_len": 3.0, "steps": 3, "topk": 1,
                     "draft_tokens": 4, "profile_steps": 0}}
     out = tmp_path / "job.jsonl"
-    assert e2e.run_job(spec, Sink(str(out)), str(out)) == 0
+    assert e2e.run_job(_job(spec), Sink(str(out)), str(out)) == 0
     assert __import__("os").environ["SGLANG_SIMULATE_ACC_LEN"] == "3.0"
     assert not (tmp_path / "job-traces").exists()
 
@@ -112,7 +118,7 @@ def test_runs_time_the_call_several_times_and_report_the_median(tmp_path, models
             "e2e": {"bs": [2], "prompt_len": 4, "output_len": 8, "acc_len": 0, "steps": 3, "topk": 1,
                     "draft_tokens": 4, "profile_steps": 0, "runs": 3}}
     out = tmp_path / "job.jsonl"
-    assert e2e.run_job(spec, Sink(str(out)), str(out)) == 0
+    assert e2e.run_job(_job(spec), Sink(str(out)), str(out)) == 0
     lines = [json.loads(x) for x in out.read_text().splitlines()]
     tps = [x for x in lines if x["type"] == "record" and x["metric"] == "tokens_per_s"]
     assert [x["n"] for x in tps] == [3, 3]
@@ -136,7 +142,7 @@ def test_every_batch_size_is_warmed_up_at_its_own_shape_before_it_is_timed(tmp_p
             "e2e": {"bs": [1, 4], "prompt_len": 4, "output_len": 64, "acc_len": 0, "steps": 3, "topk": 1,
                     "draft_tokens": 4, "profile_steps": 0, "runs": 2}}
     out = tmp_path / "job.jsonl"
-    assert e2e.run_job(spec, Sink(str(out)), str(out)) == 0
+    assert e2e.run_job(_job(spec), Sink(str(out)), str(out)) == 0
     per_engine = [(4, 16), (1, 16), (1, 64), (1, 64), (4, 16), (4, 64), (4, 64)]
     assert calls == per_engine * 2  # spec off, then on: a short call at each shape before its timed runs
 
@@ -148,7 +154,7 @@ def test_real_acceptance_checks_greedy_parity(tmp_path, models, monkeypatch, shi
             "e2e": {"bs": [1, 2], "prompt_len": 4, "output_len": 8, "acc_len": 0, "steps": 3, "topk": 1,
                     "draft_tokens": 4, "profile_steps": 0}}
     out = tmp_path / "job.jsonl"
-    assert e2e.run_job(spec, Sink(str(out)), str(out)) == shift
+    assert e2e.run_job(_job(spec), Sink(str(out)), str(out)) == shift
     lines = [json.loads(x) for x in out.read_text().splitlines()]
     parity = [x["data"] for x in lines if x.get("what") == "greedy_parity"]
     assert parity == [{"what": "greedy_parity", "bs": [1, 2], "equal": [not shift, not shift]}]
@@ -163,7 +169,7 @@ def test_simulated_acceptance_is_not_checked_for_parity(tmp_path, models, monkey
             "e2e": {"bs": [1], "prompt_len": 4, "output_len": 8, "acc_len": 3.0, "steps": 3, "topk": 1,
                     "draft_tokens": 4, "profile_steps": 0}}
     out = tmp_path / "job.jsonl"
-    assert e2e.run_job(spec, Sink(str(out)), str(out)) == 0
+    assert e2e.run_job(_job(spec), Sink(str(out)), str(out)) == 0
     assert "greedy_parity" not in out.read_text()
 
 
@@ -176,7 +182,7 @@ def test_pysample_runs_are_labelled_and_reach_the_schedulers_path(tmp_path, mode
             "e2e": {"bs": [1, 4], "prompt_len": 4, "output_len": 8, "acc_len": 3.0, "steps": 3, "topk": 1,
                     "draft_tokens": 4, "profile_steps": 0, "pysample_runs": 2}}
     out = tmp_path / "job.jsonl"
-    assert e2e.run_job(spec, Sink(str(out)), str(out)) == 0
+    assert e2e.run_job(_job(spec), Sink(str(out)), str(out)) == 0
     folder = Path(os.environ["FASTPATH_PYSAMPLE_DIR"])
     assert folder == Path(str(out.with_suffix("")) + "-pysample") and not (folder / "on").exists()
     assert os.environ["PYTHONPATH"].split(os.pathsep) == [str(e2e.PYSAMPLE_SITE), "site"]

@@ -10,7 +10,7 @@ import pytest
 
 from benchmark import run, selftest
 from benchmark.errors import BenchError
-from benchmark.plan import E2EPoints, MicroPoints, Variant, build_plan, point_blocks
+from benchmark.plan import E2EPoints, JobSpec, MicroPoints, Variant, build_plan, point_blocks
 from benchmark.schema import Record, ResultSet
 from benchmark.tree import draft_tree
 
@@ -191,3 +191,23 @@ def test_e2e_options_reach_the_points_and_the_estimate(tmp_path):
     unprofiled = replace(job, e2e=replace(job.e2e, profile_steps=0))
     assert job.estimate_s() > unprofiled.estimate_s()
     assert "real acceptance" in plan.describe()
+
+
+def test_worker_reads_back_the_typed_spec_a_job_writes():
+    plan = build_plan("all", [Variant.parse("fork=/site")], "/models", gpus=2, configs=["tp2-pcie"],
+                      backends=["triton"], kinds=["micro", "e2e"], e2e=E2EPoints(bs=(1, 8), pysample_runs=2))
+    assert {job.kind for job in plan.jobs} == {"micro", "e2e"}
+    for job in plan.jobs:
+        spec = JobSpec.from_spec(json.loads(json.dumps(job.spec())))  # through the JSON file, as the worker reads it
+        assert (spec.kind, spec.tp, spec.site, spec.backend, spec.job) == (job.kind, 2, "/site", "triton", job.name)
+        assert spec.micro == job.micro and spec.e2e == job.e2e  # tuples again, not lists
+        assert spec.server_args["disable_custom_all_reduce"] is True
+
+
+def test_spec_defaults_are_the_points_defaults_and_unknown_fields_fail():
+    spec = JobSpec.from_spec({"kind": "e2e", "models": "/m", "e2e": {"bs": [1]}})
+    assert spec.e2e == E2EPoints(bs=(1,)) and spec.e2e.runs == E2EPoints.runs == 1 and spec.micro is None
+    with pytest.raises(BenchError, match="E2EPoints: unknown field.*output_lenn"):
+        JobSpec.from_spec({"kind": "e2e", "models": "/m", "e2e": {"output_lenn": 4}})
+    with pytest.raises(BenchError, match="job spec: unknown field.*modles"):
+        JobSpec.from_spec({"kind": "e2e", "modles": "/m"})
