@@ -26,14 +26,14 @@ from fastpath_fixtures import REPO, find_python, make_project
 from packaging.utils import canonicalize_name
 
 from sglang_fastpath.series import git
-from sglang_fastpath.bundle import BundleOptions, build_bundle
-from sglang_fastpath.bundle_fetch import Dist
-from sglang_fastpath.bundle_plan import full_plan, slim_plan
-from sglang_fastpath.bundle_profiles import SLIM_BUDGET_BYTES, SLIM_PACKAGES, LineEdit, Trim
+from sglang_fastpath.bundle.build import BundleOptions, build_bundle
+from sglang_fastpath.bundle.host_pip import Dist
+from sglang_fastpath.bundle.plan import full_plan, slim_plan
+from sglang_fastpath.bundle.profiles import SLIM_BUDGET_BYTES, SLIM_PACKAGES, LineEdit, Trim
 from sglang_fastpath.errors import FastpathError
 from sglang_fastpath.series.export import export_series
 from sglang_fastpath.fetch import fetch_pinned
-from sglang_fastpath.host_manifest import DEFAULT_HOST, parse_host_manifest
+from sglang_fastpath.bundle.host_manifest import DEFAULT_HOST, parse_host_manifest
 from sglang_fastpath.pins import BASE_VERSION, fastpath_version
 from sglang_fastpath.series.source import make_source
 from sglang_fastpath.wheel.archive import verify_record

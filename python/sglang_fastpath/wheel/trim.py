@@ -19,7 +19,7 @@ from pathlib import Path
 
 from packaging.utils import parse_wheel_filename
 
-from sglang_fastpath.bundle_profiles import Trim
+from sglang_fastpath.bundle.profiles import Trim
 from sglang_fastpath.digest import sha256_of
 from sglang_fastpath.errors import FastpathError
 from sglang_fastpath.wheel.archive import write_member, write_record
@@ -57,7 +57,7 @@ def _edit(data: bytes, member: str, old: str, new: str) -> bytes:
     hits = [i for i, line in enumerate(lines) if line.rstrip("\r\n") == old]
     if len(hits) != 1:
         raise FastpathError(f"{member}: expected the line '{old.strip()}' once, found it {len(hits)} times; "
-                            "the upstream file changed: update bundle_profiles.py")
+                            "the upstream file changed: update bundle/profiles.py")
     lines[hits[0]] = new + "\n"
     return "".join(lines).encode()
 
@@ -117,7 +117,7 @@ def trim_wheel(wheel: Path, trim: Trim, out_dir: Path) -> TrimResult:
         missing = unmatched | (set(trim.strip) - set(result.stripped)) | (set(edits) - set(result.edited))
         if missing:
             raise FastpathError(f"{wheel.name} has no member matching {sorted(missing)}; its layout changed: "
-                                "update bundle_profiles.py")
+                                "update bundle/profiles.py")
         marker = {"trimmed_by": "sglang-fastpath bundle (slim)", "reason": trim.reason,
                   "upstream_wheel": result.upstream, "upstream_sha256": result.upstream_sha256,
                   "dropped": result.dropped, "stripped": result.stripped, "edited": result.edited}

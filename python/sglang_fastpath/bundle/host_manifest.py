@@ -17,7 +17,7 @@ from packaging.version import InvalidVersion, Version
 
 from sglang_fastpath.errors import FastpathError
 
-DATA_DIR = Path(__file__).resolve().parent / "data"
+DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 DEFAULT_HOST = DATA_DIR / "host-h200-torch2.11.txt"
 
 

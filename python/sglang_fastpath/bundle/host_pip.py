@@ -23,7 +23,7 @@ from packaging.requirements import Requirement
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
-from sglang_fastpath.bundle_profiles import TARGET_PLATFORMS, TARGET_PYTHON
+from sglang_fastpath.bundle.profiles import TARGET_PLATFORMS, TARGET_PYTHON
 from sglang_fastpath.errors import FastpathError
 from sglang_fastpath.pip_run import run_pip
 

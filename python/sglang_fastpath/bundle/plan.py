@@ -20,9 +20,9 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from sglang_fastpath.bundle_fetch import Dist
-from sglang_fastpath.bundle_profiles import TARGET_MARKERS
-from sglang_fastpath.host_manifest import HostManifest
+from sglang_fastpath.bundle.host_manifest import HostManifest
+from sglang_fastpath.bundle.host_pip import Dist
+from sglang_fastpath.bundle.profiles import TARGET_MARKERS
 
 Specs = dict[str, set[str]]  # canonical name -> specifier strings put on it
 

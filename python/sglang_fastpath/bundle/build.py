@@ -3,7 +3,7 @@
 The bundle folder holds:
 
 - ``wheels/``: the patched sglang wheel and every distribution the host lacks (see
-  ``bundle_plan``); for the slim profile some are trimmed (``wheel_trim``, ``bundle_profiles``);
+  ``bundle.plan``); for the slim profile some are trimmed (``wheel.trim``, ``bundle.profiles``);
 - ``stock-overlay/``: the pristine 0.5.17 versions of the files the series changes
   (``files/``) and the list of files it adds (``REMOVE``), so that ``install.sh --stock``
   builds a stock SGLang site from the same bundle;
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,16 +24,16 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 
 from sglang_fastpath import __version__
-from sglang_fastpath.bundle_fetch import download, resolve, target_args, wheel_dist
-from sglang_fastpath.bundle_plan import Plan, full_plan, slim_plan
-from sglang_fastpath.bundle_profiles import (
+from sglang_fastpath.bundle.host_manifest import DATA_DIR, DEFAULT_HOST, parse_host_manifest
+from sglang_fastpath.bundle.host_pip import download, resolve, target_args, wheel_dist
+from sglang_fastpath.bundle.plan import Plan, full_plan, slim_plan
+from sglang_fastpath.bundle.profiles import (
     DEFAULT_ARCHES, DEFAULT_PROFILE, PROFILES, SLIM_BUDGET_BYTES, SLIM_OMITS_REASON, SLIM_PACKAGES, TARGET_PYTHON,
     slim_trims,
 )
 from sglang_fastpath.digest import sha256_of
 from sglang_fastpath.errors import FastpathError
 from sglang_fastpath.fetch import fetch_pinned
-from sglang_fastpath.host_manifest import DATA_DIR, DEFAULT_HOST, parse_host_manifest
 from sglang_fastpath.paths import build_dir
 from sglang_fastpath.pins import BASE_VERSION
 from sglang_fastpath.pip_run import run_pip
@@ -91,7 +92,7 @@ def _plan(opts: BundleOptions, fork: BuiltWheel, cache: Path) -> tuple[Plan, dic
         paths = download([f"{n}=={v}" for n, v in plan.ship.items() if n != root.name], cache / "downloads")
     if plan.conflicts:
         raise FastpathError(f"{len(plan.conflicts)} version conflicts with host manifest {opts.host_manifest}: "
-                            + "; ".join(plan.conflicts[:3]) + " (fix the pins in bundle_profiles.py)")
+                            + "; ".join(plan.conflicts[:3]) + " (fix the pins in bundle/profiles.py)")
     return plan, paths | {root.name: fork.path}, why
 
 
@@ -133,10 +134,17 @@ def _trim_entry(result: TrimResult, reason: str) -> dict:
 
 
 def _tool_wheel(dest: Path) -> Path:
-    """Build the sglang-fastpath wheel (pure Python) into ``dest``, so the host has the CLI too."""
-    source = Path(__file__).resolve().parents[1]
+    """Build the sglang-fastpath wheel (pure Python) into ``dest``, so the host has the CLI too.
+
+    Built from a clean copy of ``python/``: setuptools packs whatever an earlier build left in
+    ``python/build/lib``, so a module since moved or deleted would ship again."""
+    source = Path(__file__).resolve().parents[2]
     before = set(dest.glob("sglang_fastpath-*.whl"))
-    run_pip(["wheel", "-q", "--no-deps", "-w", str(dest), str(source)], f"build the sglang-fastpath wheel from {source}")
+    with tempfile.TemporaryDirectory() as tmp:
+        clean = Path(tmp) / "python"
+        shutil.copytree(source, clean, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+        run_pip(["wheel", "-q", "--no-deps", "-w", str(dest), str(clean)],
+                f"build the sglang-fastpath wheel from {source}")
     built = sorted(set(dest.glob("sglang_fastpath-*.whl")) - before)
     if not built:
         raise FastpathError(f"pip reported success but wrote no sglang-fastpath wheel into {dest}")
