@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install the fork's wheelhouse into a Python environment and verify it: `sglang-fastpath install`
-# (python/sglang_fastpath/install.py, the project's one installer) run from this checkout, for an
+# (python/sglang_fastpath/install/, the project's one installer) run from this checkout, for an
 # environment that has nothing yet. The Dockerfile runs this script, and so does demo.sh, which CI
 # runs in a fresh venv (test/test_docker.py): one code path for the image, the main job and CI.
 #

@@ -47,8 +47,9 @@ from packaging.requirements import Requirement
 
 from sglang_fastpath.errors import FastpathError
 from sglang_fastpath.fetch import fetch_pinned
-from sglang_fastpath.install import Mode, Target, check_mode, fatal_problems, find_wheelhouse, install
-from sglang_fastpath.lock import PLATFORMS, canonical_name, lock_path, read_lock
+from sglang_fastpath.install.lock import PLATFORMS, canonical_name, lock_path, read_lock
+from sglang_fastpath.install.target import Target
+from sglang_fastpath.install.wheelhouse import Mode, check_mode, fatal_problems, find_wheelhouse, install
 from sglang_fastpath.pins import BASE_VERSION, fastpath_version, python_tags
 from sglang_fastpath.series.patches import read_series
 from sglang_fastpath.wheel.archive import record_hash

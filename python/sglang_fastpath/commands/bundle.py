@@ -4,9 +4,9 @@ import argparse
 from pathlib import Path
 
 from sglang_fastpath.bundle.build import BundleOptions, build_bundle
+from sglang_fastpath.bundle.host_manifest import DEFAULT_HOST
 from sglang_fastpath.bundle.profiles import ARCHES, DEFAULT_ARCHES, DEFAULT_PROFILE, PROFILES, SLIM_BUDGET_BYTES
 from sglang_fastpath.errors import FastpathError
-from sglang_fastpath.bundle.host_manifest import DEFAULT_HOST
 
 _MIB = 1024 * 1024
 

@@ -2,7 +2,7 @@
 
 The one installer: ``docker/install.sh`` (the Dockerfile, ``demo.sh``, CI), the bundle's
 ``install.sh`` and ``demo.sh --bundle`` all end here. This module imports only the standard
-library and ``install``/``install_bundle``, so ``python -m sglang_fastpath.install`` runs it in a
+library and the ``install`` package, so ``python -m sglang_fastpath.install`` runs it in a
 bare environment (no ``packaging`` yet) with the same arguments.
 """
 
@@ -13,9 +13,10 @@ import sys
 from pathlib import Path
 
 from sglang_fastpath.errors import FastpathError
-from sglang_fastpath.install import Mode, VerifyError, install
-from sglang_fastpath.install_bundle import BundleSpec, install_bundle
-from sglang_fastpath.lock import DEFAULT_LOCK_DIR
+from sglang_fastpath.install.bundle import BundleSpec, install_bundle
+from sglang_fastpath.install.lock import DEFAULT_LOCK_DIR
+from sglang_fastpath.install.target import VerifyError
+from sglang_fastpath.install.wheelhouse import Mode, install
 
 BUNDLE = "bundle"
 DESCRIPTION = ("Install the fork and verify it. full: a wheelhouse (docker/build-wheels.sh) and the locked "

@@ -1,4 +1,4 @@
-"""``sglang-fastpath lock``: write the hash-pinned dependency lock of a fork wheel (``lock.py``).
+"""``sglang-fastpath lock``: write the hash-pinned dependency lock of a fork wheel (``install/lock.py``).
 
 Standard-library imports only, like ``install``: ``python -m sglang_fastpath.lock`` runs it too.
 """
@@ -9,7 +9,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from sglang_fastpath.lock import DEFAULT_LOCK_DIR, read_lock, write_lock
+from sglang_fastpath.install.lock import DEFAULT_LOCK_DIR, read_lock, write_lock
 
 DESCRIPTION = ("Write docker/lock/<tag>.txt: every dependency of the fork wheel for Linux x86_64, one version "
                "and one sha256 each, resolved by pip on an interpreter of the wheel's Python version.")

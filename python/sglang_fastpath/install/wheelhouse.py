@@ -3,8 +3,8 @@
 ``sglang-fastpath install`` (``commands/install.py``) runs it; so does ``docker/install.sh``
 (``python -m sglang_fastpath.install``, the same verb without the CLI's other imports, for a
 bare environment), which the Dockerfile, ``demo.sh`` and ``test/test_docker.py`` run. The
-offline bundle's modes (``--mode bundle``) are in ``install_bundle.py``, on the same probe and
-pip call. Two modes for a wheelhouse:
+offline bundle's modes (``--mode bundle``) are in ``bundle.py``, on the same probe and
+pip call (``target.py``). Two modes for a wheelhouse:
 
 ``full``
     The environment has no SGLang (a bare CUDA image, a new venv). Install the locked
@@ -27,14 +27,13 @@ from __future__ import annotations
 
 import enum
 import json
-import os
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from sglang_fastpath.errors import FastpathError
 from sglang_fastpath.fetch import wheel_version
-from sglang_fastpath.lock import canonical_name, lock_path, read_lock
+from sglang_fastpath.install.lock import canonical_name, lock_path, read_lock
+from sglang_fastpath.install.target import Target, VerifyError, pip_check, pip_install, probe, run_python
 from sglang_fastpath.pins import BASE_VERSION
 from sglang_fastpath.wheel.archive import MANIFEST, verify_record
 
@@ -42,23 +41,6 @@ from sglang_fastpath.wheel.archive import MANIFEST, verify_record
 # A package the fork adds later (kernels, tuned configs) joins this tuple and docker/build-wheels.sh.
 FORK_DISTRIBUTIONS = ("sglang-fastpath",)
 FORK_SUFFIX = "+fastpath."
-
-_PROBE = """
-import json, os, platform, sys, sysconfig
-from importlib import metadata
-try:
-    version = metadata.version("sglang")
-except metadata.PackageNotFoundError:
-    version = None
-marker = os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")
-print(json.dumps({
-    "tag": "cp%d%d" % sys.version_info[:2],
-    "machine": platform.machine(),
-    "sglang": version,
-    "purelib": sysconfig.get_paths()["purelib"],
-    "externally_managed": os.path.isfile(marker) and sys.prefix == sys.base_prefix,
-}))
-"""
 
 _VERIFY = """
 import json
@@ -72,18 +54,6 @@ print(json.dumps({"version": dist.version, "manifest": dist.read_text("%s"), "mo
 class Mode(enum.Enum):
     FULL = "full"
     OVERLAY = "overlay"
-
-
-@dataclass(frozen=True)
-class Target:
-    """The Python environment being installed into, as its interpreter reports it."""
-
-    python: str
-    tag: str  # e.g. cp312
-    machine: str
-    sglang: str | None  # the installed sglang version, None when absent
-    externally_managed: bool  # a PEP 668 system Python: pip needs --break-system-packages
-    purelib: str = ""  # where pip installs pure-Python packages for this interpreter
 
 
 @dataclass(frozen=True)
@@ -103,27 +73,6 @@ class InstallReport:
     wheelhouse: Wheelhouse
     installed_version: str = ""
     warnings: list[str] = field(default_factory=list)
-
-
-def _target_env() -> dict[str, str]:
-    """The environment for the target interpreter: without the driver's PYTHONPATH."""
-    return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-
-
-def _run_python(python: str, code: str) -> dict:
-    proc = subprocess.run([python, "-c", code], capture_output=True, text=True, env=_target_env())
-    if proc.returncode != 0:
-        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        raise FastpathError(f"{python} failed: {last}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
-def probe(python: str) -> Target:
-    try:
-        info = _run_python(python, _PROBE)
-    except FileNotFoundError:
-        raise FastpathError(f"no interpreter at {python!r}: pass --python the environment's python") from None
-    return Target(python, info["tag"], info["machine"], info["sglang"], info["externally_managed"], info["purelib"])
 
 
 def distribution_of(wheel: Path) -> str:
@@ -175,35 +124,6 @@ def check_mode(mode: Mode, target: Target) -> None:
                             f"use the lmsysorg/sglang:v{BASE_VERSION}-cu130 base, or --mode full in a fresh environment")
 
 
-def pip_install(target: Target, *args: str, env: dict[str, str] | None = None, wheels: tuple[Path, ...] = ()) -> None:
-    """``pip install --no-deps ARGS WHEELS`` with the target interpreter (``env`` added to its environment).
-
-    The command is echoed first; many ``wheels`` of one folder are echoed as their count and folder.
-    """
-    cmd = [target.python, "-m", "pip", "install", "--no-deps", "--disable-pip-version-check"]
-    if target.externally_managed:
-        cmd.append("--break-system-packages")
-    cmd += list(args)
-    named = [str(w) for w in wheels]
-    folders = {str(w.parent) for w in wheels}
-    shown = named if len(named) < 4 or len(folders) > 1 else [f"<{len(named)} wheels of {folders.pop()}>"]
-    print("+ " + " ".join(cmd + shown), flush=True)
-    cmd += named
-    proc = subprocess.run(cmd, env={**_target_env(), **(env or {})})
-    if proc.returncode != 0:
-        raise FastpathError(f"pip install exited with status {proc.returncode} (its message is above)")
-
-
-def pip_check(python: str) -> list[str]:
-    """``pip check``'s problem lines; empty when every requirement is met."""
-    proc = subprocess.run([python, "-m", "pip", "check", "--disable-pip-version-check"],
-                          capture_output=True, text=True, env=_target_env())
-    if proc.returncode == 0:
-        return []
-    lines = [line.strip() for line in proc.stdout.splitlines() if line.strip()]
-    return lines or [proc.stderr.strip() or "pip check failed with no output"]
-
-
 def fatal_problems(problems: list[str], mode: Mode) -> list[str]:
     """The pip-check problems that fail the install: all in full mode, the fork's own in overlay mode."""
     if mode is Mode.FULL:
@@ -212,14 +132,10 @@ def fatal_problems(problems: list[str], mode: Mode) -> list[str]:
     return [p for p in problems if canonical_name(p.split(" ", 1)[0]) in ours]
 
 
-class VerifyError(FastpathError):
-    """The install ran but its result is wrong (exit status 1)."""
-
-
 def verify(report: InstallReport) -> None:
     expected = report.wheelhouse.version
     try:
-        info = _run_python(report.target.python, _VERIFY)
+        info = run_python(report.target.python, _VERIFY)
     except FastpathError as exc:
         raise VerifyError(f"import sglang failed after the install: {exc}") from None
     report.installed_version = info["version"]
@@ -252,14 +168,3 @@ def install(source: Path, mode: Mode, python: str, lock_dir: Path) -> InstallRep
     report = InstallReport(mode, target, house)
     verify(report)
     return report
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m sglang_fastpath.install ARGS``: ``sglang-fastpath install ARGS`` for a bare environment."""
-    from sglang_fastpath.commands import install as verb, run_alone
-
-    return run_alone(verb, "python -m sglang_fastpath.install", "install", argv)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -2,7 +2,7 @@
 
 The bundle's own ``install.sh`` runs this module from the bundle's ``sglang_fastpath`` wheel (a
 host without a checkout), ``demo.sh --bundle`` runs it from the checkout; both through
-``sglang-fastpath install``'s code (``install.py``: the same interpreter probe and pip call).
+``sglang-fastpath install``'s code (``target.py``: the same interpreter probe and pip call).
 
 Steps: refuse a Python other than the bundle's (unless ``cross``: pip then installs the
 bundle's wheels by their tags and nothing is imported); check every file against
@@ -26,8 +26,8 @@ from pathlib import Path
 
 from sglang_fastpath.digest import sha256_of
 from sglang_fastpath.errors import FastpathError
-from sglang_fastpath.install import Target, VerifyError, pip_install, probe
-from sglang_fastpath.lock import canonical_name
+from sglang_fastpath.install.lock import canonical_name
+from sglang_fastpath.install.target import Target, VerifyError, pip_install, probe
 from sglang_fastpath.pins import BASE_VERSION
 from sglang_fastpath.wheel.archive import MANIFEST
 
