@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from sglang_fastpath.demo import run_demo, server_command
+from sglang_fastpath.host.demo import run_demo, server_command
 from sglang_fastpath.errors import FastpathError
 
 FAKE_SERVER = textwrap.dedent('''

@@ -12,7 +12,7 @@ import pytest
 from fastpath_fixtures import REPO
 
 from sglang_fastpath.fetch import fetch_pinned
-from sglang_fastpath.moe_config import config_file_name, lookup, moe_shape
+from sglang_fastpath.host.moe_config import config_file_name, lookup, moe_shape
 from sglang_fastpath.pins import BASE_VERSION, fastpath_version
 from sglang_fastpath.wheel.build import build_wheels
 

@@ -9,7 +9,7 @@ import types
 import pytest
 import torch
 
-from sglang_fastpath import jit_warm
+from sglang_fastpath.host import jit_warm
 from sglang_fastpath.cli import main
 from sglang_fastpath.errors import FastpathError
 from sglang_trees import source, trees  # noqa: F401 (trees: a module-scoped fixture)

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from fastpath_fixtures import REPO
 
-from sglang_fastpath import memory_split
-from sglang_fastpath.doctor import MemoryQuestion, diagnose
+from sglang_fastpath.host import memory_split
+from sglang_fastpath.host.doctor import MemoryQuestion, diagnose
 from sglang_fastpath.errors import FastpathError
 
 GIB = memory_split.GIB

@@ -9,7 +9,7 @@ SGLang 0.5.17 runs INT4 experts through ``fused_moe_kernel_gptq_awq`` (only with
 
 The tuned-config file is keyed by ``N = w2.shape[2]``, the *packed* width of the
 down weight, i.e. I/TP/2 (128 at TP=8), not the GEMM's N. The name itself comes
-from ``sglang_fastpath.moe_config.config_file_name`` (one implementation of
+from ``sglang_fastpath.host.moe_config.config_file_name`` (one implementation of
 SGLang's naming, checked against the pinned tree by the tests).
 """
 
@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 
 from sglang_fastpath.errors import FastpathError
-from sglang_fastpath.moe_config import MoeShape, config_file_name
+from sglang_fastpath.host.moe_config import MoeShape, config_file_name
 
 DTYPE = "int4_w4a16"
 PACK = 2  # 4-bit values per byte in the Triton layout

@@ -3,7 +3,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from sglang_fastpath.demo import run_demo
+from sglang_fastpath.host.demo import run_demo
 
 
 def register(sub: argparse._SubParsersAction) -> None:

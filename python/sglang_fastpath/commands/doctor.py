@@ -3,7 +3,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from sglang_fastpath.doctor import MemoryQuestion, diagnose
+from sglang_fastpath.host.doctor import MemoryQuestion, diagnose
 
 
 def register(sub: argparse._SubParsersAction) -> None:

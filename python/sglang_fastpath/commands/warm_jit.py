@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import argparse
 
-from sglang_fastpath.jit_warm import DTYPES, KERNELS, cache_dir, warm
+from sglang_fastpath.host.jit_warm import DTYPES, KERNELS, cache_dir, warm
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -13,8 +13,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sglang_fastpath import memory_split
-from sglang_fastpath.moe_config import lookup, moe_shape, read_model_config, sglang_config_dir
+from sglang_fastpath.host import memory_split
+from sglang_fastpath.host.moe_config import lookup, moe_shape, read_model_config, sglang_config_dir
 from sglang_fastpath.pins import BASE_VERSION
 from sglang_fastpath.wheel.archive import MANIFEST
 

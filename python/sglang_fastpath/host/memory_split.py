@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from sglang_fastpath.errors import FastpathError
-from sglang_fastpath.moe_config import read_model_config
+from sglang_fastpath.host.moe_config import read_model_config
 
 GIB = 1 << 30
 KV_DTYPE_BYTES = {"auto": 2, "bf16": 2, "bfloat16": 2, "fp16": 2, "float16": 2, "fp8_e4m3": 1, "fp8_e5m2": 1}
