@@ -39,6 +39,7 @@ from benchmark.floor import ModelShape
 from benchmark.plan import E2EPoints, JobSpec
 from benchmark.sink import Sink
 from benchmark.tokens import token_ids
+from sglang_fastpath.models.folder import ModelsFolder
 
 SEED = 4321
 
@@ -62,8 +63,8 @@ def engine_kwargs(spec: JobSpec, speculative: bool) -> dict[str, Any]:
     e = _points(spec)
     bs_max = max(e.bs)
     kwargs: dict[str, Any] = dict(
-        model_path=os.path.join(spec.models, "target"),
-        tokenizer_path=os.path.join(spec.models, "target"),
+        model_path=str(ModelsFolder(spec.models).target),
+        tokenizer_path=str(ModelsFolder(spec.models).target),
         skip_tokenizer_init=True,
         attention_backend=None if spec.backend == "default" else spec.backend,
         sampling_backend="pytorch",
@@ -78,7 +79,7 @@ def engine_kwargs(spec: JobSpec, speculative: bool) -> dict[str, Any]:
     )
     if speculative:
         kwargs.update(speculative_algorithm="EAGLE3",
-                      speculative_draft_model_path=os.path.join(spec.models, "draft"),
+                      speculative_draft_model_path=str(ModelsFolder(spec.models).draft),
                       speculative_num_steps=e.steps, speculative_eagle_topk=e.topk,
                       speculative_num_draft_tokens=e.draft_tokens)
     kwargs.update(spec.server_args)
@@ -124,7 +125,7 @@ def run_engine(spec: JobSpec, sink: Sink, speculative: bool, trace_dir: Path) ->
     k, topk = (e.draft_tokens, e.topk) if speculative else (0, 0)
     kwargs = engine_kwargs(spec, speculative)
     sink.info("engine", {"mode": mode, "kwargs": kwargs})
-    vocab = ModelShape.from_dir(Path(spec.models) / "target").vocab
+    vocab = ModelShape.from_dir(ModelsFolder(spec.models).target).vocab
     prompts = token_ids(max(e.bs), e.prompt_len, vocab, SEED)
     start = time.perf_counter()
     engine = sglang.Engine(**kwargs)

@@ -16,12 +16,13 @@ draft model and all-reduce traffic.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from benchmark.errors import BenchError
+from sglang_fastpath.errors import FastpathError
+from sglang_fastpath.models.folder import read_config
 
 # Peak memory bandwidth, bytes/s, matched by substring of the CUDA device name.
 GPU_BANDWIDTH: tuple[tuple[str, float], ...] = (
@@ -110,10 +111,10 @@ class ModelShape:
 
     @classmethod
     def from_dir(cls, model_dir: Path) -> ModelShape:
-        path = model_dir / "config.json"
-        if not path.is_file():
-            raise BenchError(f"{path}: missing; --models must hold target/config.json")
-        return cls.from_config(json.loads(path.read_text()))
+        try:
+            return cls.from_config(read_config(model_dir))
+        except FastpathError as exc:
+            raise BenchError(f"{exc}; --models must hold target/config.json") from None
 
     # --- parameter counts ---------------------------------------------------
     def attention_params(self) -> int:

@@ -27,6 +27,7 @@ from benchmark.runner_states import RunnerState, build_states, steps_for
 from benchmark.sink import Sink
 from benchmark.step_inputs import DecodeStep, VerifyStep, prefill
 from benchmark.timing import time_step
+from sglang_fastpath.models.folder import ModelsFolder
 
 SEED = 1234
 CONTEXT_SLACK = 64  # context_length beyond ctx + max k
@@ -46,10 +47,10 @@ def server_kwargs(spec: JobSpec) -> dict[str, Any]:
     context_length = m.ctx + k_max + CONTEXT_SLACK
     graph_bs = m.graph_bs()
     kwargs: dict[str, Any] = dict(
-        model_path=os.path.join(spec.models, "target"),
-        tokenizer_path=os.path.join(spec.models, "target"),
+        model_path=str(ModelsFolder(spec.models).target),
+        tokenizer_path=str(ModelsFolder(spec.models).target),
         speculative_algorithm="EAGLE3",
-        speculative_draft_model_path=os.path.join(spec.models, "draft"),
+        speculative_draft_model_path=str(ModelsFolder(spec.models).draft),
         speculative_num_steps=steps_for(k_max, topk),
         speculative_eagle_topk=topk,
         speculative_num_draft_tokens=k_max,

@@ -1,7 +1,8 @@
 """Runs a plan's jobs as subprocesses, one per variant and round, and collects what they wrote.
 
 Each job runs ``WORKER_ARGV --spec raw/JOB.spec.json --out raw/JOB.jsonl`` with
-PYTHONPATH set to the variant's site then the repository (nothing inherited), its
+PYTHONPATH set to the repository's ``python/`` (our models-folder reader, no SGLang), the variant's
+site, then the repository (nothing inherited), its
 GPUs in CUDA_VISIBLE_DEVICES, NVLink multicast kept off, and the parallel config's
 own variables (NCCL_P2P_DISABLE for tp2-pcie). A lane runs its jobs in plan order, so
 the rounds of a group alternate between variants. Output goes to logs/JOB.log. A job
@@ -62,7 +63,7 @@ class JobOutcome:
 def job_env(job: Job, gpus: str, repo: Path) -> dict[str, str]:
     """The variables a job's process gets on top of the parent environment."""
     return {**BASE_ENV, "CUDA_VISIBLE_DEVICES": gpus,
-            "PYTHONPATH": os.pathsep.join([job.variant.site, str(repo)]), **job.parallel.env(),
+            "PYTHONPATH": os.pathsep.join([str(repo / "python"), job.variant.site, str(repo)]), **job.parallel.env(),
             **dict(job.variant.env)}
 
 

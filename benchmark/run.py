@@ -26,8 +26,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-if __package__ in (None, ""):  # run as a script: import the package from the repository root
-    sys.path[0] = str(Path(__file__).resolve().parents[1])
+if __package__ in (None, ""):  # run as a script: the package from the repository root, ours from python/
+    sys.path[0:1] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parents[1] / "python")]
 
 from benchmark import artifacts, compare, selftest, summary  # noqa: E402
 from benchmark.argtypes import int_list  # noqa: E402
@@ -39,6 +39,7 @@ from benchmark.orchestrate import JobOutcome, Orchestrator  # noqa: E402
 from benchmark.plan import (  # noqa: E402
     PROFILE_POINTS, PROFILES, Plan, Variant, build_plan, parse_variant_env, with_points)
 from benchmark.schema import ResultSet  # noqa: E402
+from sglang_fastpath.models.folder import ModelsFolder  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 BUDGET_S = 560.0  # one 10-minute device call, less start-up and the plots
@@ -113,13 +114,10 @@ def calibration_from(path: Path | None) -> float:
 
 def manifest(models: Path | None) -> tuple[dict[str, Any], dict[str, Any]]:
     """(extra ServerArgs the models want, their speculative settings) from models/models.json."""
-    path = models / "models.json" if models else None
-    if path is None or not path.is_file():
+    if models is None:
         return {}, {}
-    data = json.loads(path.read_text())
-    extra = {k: v for k, v in (data.get("server_args") or {}).items()
-             if k not in ("model_path", "tokenizer_path") and not k.startswith("speculative_")}
-    return extra, dict(data.get("speculative") or {})
+    folder = ModelsFolder(models)
+    return folder.extra_server_args(), folder.speculative()
 
 
 def parse_variants(args: argparse.Namespace) -> list[Variant]:

@@ -1,6 +1,6 @@
 """One variant's process: ``python -m benchmark.worker --spec JOB.spec.json --out JOB.jsonl``.
 
-The orchestrator puts the variant's site first on PYTHONPATH; this checks that SGLang
+The orchestrator puts the variant's site on PYTHONPATH (after ``python/``, which holds no SGLang); this checks that SGLang
 really came from there (a stray install would silently benchmark the wrong code),
 writes the versions it found, then runs the job's micro or e2e measurement. Every
 record and error goes to ``--out`` as it happens. Exit status: 0 the job ran (single

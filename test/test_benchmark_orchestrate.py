@@ -90,7 +90,7 @@ def test_variants_get_their_site_gpus_and_parallel_env(world, capsys):
     for job, info in seen.items():
         variant = job.split("-")[1]
         site = str(world["sites"][variant])
-        assert info["env"]["PYTHONPATH"] == os.pathsep.join([site, str(REPO)])
+        assert info["env"]["PYTHONPATH"] == os.pathsep.join([str(REPO / "python"), site, str(REPO)])
         assert info["env"]["NCCL_NVLS_ENABLE"] == "0" and info["env"]["TORCH_SYMM_MEM_DISABLE_MULTICAST"] == "1"
         assert info["env"]["NCCL_P2P_DISABLE"] == ("1" if "pcie" in job else None)
         assert info["env"]["CUDA_VISIBLE_DEVICES"] == ("0,1" if "tp2" in job else "0")
@@ -111,12 +111,12 @@ def test_variants_get_their_site_gpus_and_parallel_env(world, capsys):
     assert len(job_lines) == 4
     pcie = [ln for ln in job_lines if "tp2-pcie" in ln]
     assert len(pcie) == 2 and all("NCCL_P2P_DISABLE=1" in ln and "CUDA_VISIBLE_DEVICES=0,1" in ln for ln in pcie)
-    assert all(f"PYTHONPATH={world['sites']['stock']}" in ln for ln in job_lines if "-stock-" in ln)
+    assert all(f"PYTHONPATH={REPO / 'python'}:{world['sites']['stock']}:" in ln for ln in job_lines if "-stock-" in ln)
 
     env = json.loads((out_dir / "env.json").read_text())
     assert env["variants"]["fork"]["sglang_version"] == "0.5.17+fastpath.1"
     assert env["variants"]["stock"]["site"] == str(world["sites"]["stock"])
-    assert env["variants"]["stock"]["reported"][0]["env"]["PYTHONPATH"].startswith(str(world["sites"]["stock"]))
+    assert env["variants"]["stock"]["reported"][0]["env"]["PYTHONPATH"].split(os.pathsep)[1] == str(world["sites"]["stock"])
     assert "git" in env and "host" in env
 
     printed = capsys.readouterr().out

@@ -10,6 +10,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from sglang_fastpath.models.folder import ModelsFolder
+
 HERE = Path(__file__).resolve().parent
 PROMPTS = [
     "Hello, my name is",
@@ -38,14 +40,14 @@ class Case:
 
     def engine_kwargs(self) -> dict:
         kw = dict(
-            model_path=str(self.models / "target"), dtype="bfloat16", attention_backend="triton",
+            model_path=str(ModelsFolder(self.models).target), dtype="bfloat16", attention_backend="triton",
             sampling_backend="pytorch", grammar_backend="none", mem_fraction_static=MEM_FRACTION,
             max_total_tokens=MAX_TOTAL_TOKENS, context_length=1024, max_running_requests=8,
             cuda_graph_max_bs_decode=8,
             disable_cuda_graph=not self.cuda_graph, tp_size=self.tp, random_seed=0, log_level="info",
         )
         if self.spec:
-            kw.update(speculative_algorithm="EAGLE3", speculative_draft_model_path=str(self.models / "draft"), **SPEC)
+            kw.update(speculative_algorithm="EAGLE3", speculative_draft_model_path=str(ModelsFolder(self.models).draft), **SPEC)
         kw.update(dict(self.extra))
         return kw
 

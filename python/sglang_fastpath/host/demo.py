@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sglang_fastpath.errors import FastpathError
+from sglang_fastpath.models.folder import ModelsFolder
 
 # Flags known to work offline on H200 and sm_120 hosts without flashinfer's JIT sources.
 BASE_SERVER_ARGS = ("--attention-backend", "triton", "--sampling-backend", "pytorch", "--grammar-backend", "none")
@@ -35,15 +36,15 @@ class DemoResult:
 
 def ensure_models(models: Path) -> dict:
     """The models.json of ``models``, making the tiny pair there first if it is missing."""
-    if not (models / "target" / "config.json").is_file():
+    if not ModelsFolder.is_pair(models):
         subprocess.run([sys.executable, "-m", "sglang_fastpath", "models", "tiny", "--out", str(models)], check=True)
-    meta = models / "models.json"
-    return json.loads(meta.read_text()) if meta.is_file() else {}
+    return ModelsFolder(models).manifest()
 
 
 def server_command(models: Path, port: int, tp: int, spec: dict, extra: list[str]) -> list[str]:
-    cmd = [sys.executable, "-m", "sglang.launch_server", "--model-path", str(models / "target"),
-           "--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", str(models / "draft"),
+    pair = ModelsFolder(models)
+    cmd = [sys.executable, "-m", "sglang.launch_server", "--model-path", str(pair.target),
+           "--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", str(pair.draft),
            "--tp", str(tp), "--port", str(port), "--host", "127.0.0.1", *BASE_SERVER_ARGS]
     for key, value in {**DEFAULT_SPEC, **spec}.items():
         cmd += ["--" + key.replace("_", "-"), str(value)]

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sglang_fastpath.host import memory_split
-from sglang_fastpath.host.moe_config import lookup, moe_shape, read_model_config, sglang_config_dir
+from sglang_fastpath.host.moe_config import lookup, moe_shape, sglang_config_dir
+from sglang_fastpath.models.folder import language_config, read_config
 from sglang_fastpath.pins import BASE_VERSION
 from sglang_fastpath.wheel.archive import MANIFEST
 
@@ -113,10 +114,10 @@ def diagnose(model: Path | None = None, tp: int = 1, ep: int = 1, device_name: s
             "verify runs eagerly for larger batches; raise --cuda-graph-max-bs-decode")
     if model is not None and memory is not None:
         _memory_section(report, model, draft, tp, memory, found, max_running_requests)
-    if model is not None and not _is_moe(read_model_config(model)):
+    if model is not None and not _is_moe(read_config(model)):
         report.facts.append("MoE config: none needed (no routed experts)")
     elif model is not None:
-        shape = moe_shape(read_model_config(model), tp, ep)
+        shape = moe_shape(read_config(model), tp, ep)
         if name is None:
             report.warnings.append("no GPU name (pass --device-name) : cannot resolve the MoE config file")
         else:
@@ -136,7 +137,7 @@ def diagnose(model: Path | None = None, tp: int = 1, ep: int = 1, device_name: s
 
 
 def _is_moe(config: dict) -> bool:
-    text = config.get("text_config", config)
+    text = language_config(config)
     return bool(text.get("n_routed_experts") or text.get("num_local_experts") or text.get("num_experts"))
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from sglang_fastpath.errors import FastpathError
-from sglang_fastpath.host.moe_config import read_model_config
+from sglang_fastpath.models.folder import ModelsFolder, language_config, read_config
 
 GIB = 1 << 30
 KV_DTYPE_BYTES = {"auto": 2, "bf16": 2, "bfloat16": 2, "fp16": 2, "float16": 2, "fp8_e4m3": 1, "fp8_e5m2": 1}
@@ -46,7 +46,7 @@ def checkpoint_bytes(folder: Path) -> int:
 
 def kv_bytes_per_token(config: dict[str, Any], tp: int, kv_dtype_bytes: int = 2) -> int:
     """KV cache bytes one token costs on one rank, over all the model's attention layers."""
-    config = config.get("text_config", config)  # multimodal checkpoints (Kimi-K2.5) nest the language model
+    config = language_config(config)  # multimodal checkpoints (Kimi-K2.5) nest the language model
     layers = int(config["num_hidden_layers"])
     if config.get("kv_lora_rank"):  # MLA: the compressed latent and the rope key, not split by TP
         return layers * (int(config["kv_lora_rank"]) + int(config.get("qk_rope_head_dim", 0))) * kv_dtype_bytes
@@ -65,7 +65,7 @@ class Side:
 
     @classmethod
     def read(cls, name: str, folder: Path, tp: int, kv_dtype_bytes: int) -> Side:
-        config = read_model_config(folder)
+        config = read_config(folder)
         return cls(name, checkpoint_bytes(folder) // tp, kv_bytes_per_token(config, tp, kv_dtype_bytes))
 
 
@@ -122,8 +122,9 @@ def sides(target: Path, draft: Path | None, tp: int, kv_dtype: str = "auto") -> 
 
 def pair_folders(model: Path, draft: Path | None) -> tuple[Path, Path | None]:
     """(target, draft): a pair folder made by ``sglang-fastpath models`` has both inside."""
-    if draft is None and (model / "target" / "config.json").is_file():
-        return model / "target", (model / "draft") if (model / "draft" / "config.json").is_file() else None
+    if draft is None and ModelsFolder.is_pair(model):
+        pair = ModelsFolder(model)
+        return pair.target, pair.draft if pair.has_draft else None
     return model, draft
 
 

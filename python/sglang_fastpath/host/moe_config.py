@@ -10,12 +10,12 @@ the up file; otherwise SGLang falls back to its built-in default config.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from sglang_fastpath.errors import FastpathError
+from sglang_fastpath.models.folder import language_config
 
 CONFIG_SUBDIR = ("srt", "layers", "moe", "moe_runner", "triton_utils")
 
@@ -38,7 +38,7 @@ class MoeLookup:
 
 def moe_shape(config: dict, tp: int, ep: int = 1) -> MoeShape:
     """The (E, N, dtype) key of the fused-MoE config for a HF ``config.json`` at this TP/EP."""
-    text = config.get("text_config", config)
+    text = language_config(config)
     experts = text.get("n_routed_experts") or text.get("num_local_experts") or text.get("num_experts")
     inter = text.get("moe_intermediate_size") or text.get("intermediate_size")
     if not experts or not inter:
@@ -109,11 +109,3 @@ def lookup(shape: MoeShape, device_name: str, triton_version: str, config_dir: P
     return MoeLookup(name, None, "not found: SGLang uses its built-in default config (slow path)")
 
 
-def read_model_config(model: Path) -> dict:
-    path = model / "config.json" if model.is_dir() else model
-    try:
-        return json.loads(path.read_text())
-    except FileNotFoundError:
-        raise FastpathError(f"no config.json at {path}") from None
-    except json.JSONDecodeError as exc:
-        raise FastpathError(f"{path} is not valid JSON: {exc}") from None

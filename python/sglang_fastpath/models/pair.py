@@ -18,13 +18,13 @@ import torch
 from sglang_fastpath.digest import sha256_of
 from sglang_fastpath.models import eagle3
 from sglang_fastpath.models.checkpoint import GIB, CheckpointInfo, measure, save_tensors, write_checkpoint, write_json
+from sglang_fastpath.models.folder import MANIFEST
 from sglang_fastpath.models.shapes import DraftShape, Wiring
 from sglang_fastpath.models.tensors import DTYPE_NAME, StableRng, TensorFactory, TensorSpec, derive_seed
 from sglang_fastpath.models.tokenizer import FILES as TOKENIZER_FILES
 from sglang_fastpath.models.tokenizer import make_tokenizer
 from sglang_fastpath.models.walk import LOGIT_MARGIN, Walk, code_sizes, make_walk
 
-MANIFEST = "models.json"
 ORACLE_MAP = "oracle.safetensors"
 SPECULATIVE = {"speculative_num_steps": 3, "speculative_eagle_topk": 1, "speculative_num_draft_tokens": 4}
 
