@@ -5,7 +5,7 @@ on CPU with stand-in runners whose capture raises
 inside the CUDA graph flag scopes of patch 0001, the way a capture OOM does: the
 target decode/verify capture (``capture_decode_graph``) and the EAGLE draft and
 draft-extend captures (``EagleDraftWorker._capture_cuda_graphs``) must leave the
-runner None (the eager path serves, 0008 then says ``no_graph_runner``), no graph
+runner None (the eager path serves, 0008 then says ``capture_failed`` with the error), no graph
 flag set, one warning naming the runner, the exception and the eager path, and
 the failed runner collected before the allocator cache is emptied. Pristine
 0.5.17 and 0.5.23 let the capture error end the start-up: those tests fail there.
@@ -376,3 +376,36 @@ def test_switch_fails_the_named_capture_after_its_largest_batch(trees, tree_name
     with pytest.raises(gf.InjectedCaptureFailure, match=f"={role}, after capturing bs 4"):
         runner._capture_one_stream()
     assert runner.calls == [4]
+
+
+@pytest.mark.parametrize("tree_name", PATCHED)
+@pytest.mark.parametrize("failing", ["draft", "draft_extend"])
+def test_the_eager_steps_after_a_failed_capture_say_capture_failed(trees, tree_name: str, failing: str,
+                                                                   monkeypatch, caplog) -> None:
+    cap = Capture(trees.get(tree_name), monkeypatch)
+    draft_cls = cap.runner_cls("draft", fails=failing == "draft")
+    extend_cls = cap.runner_cls("draft_extend", fails=failing == "draft_extend")
+    draft_worker_capture(cap.tree, cap.gf, draft_cls, extend_cls)
+    gf = cap.gf
+    gf.configure(tp_rank=0)
+    with caplog.at_level(logging.WARNING):
+        gf.note_runner("draft", failing, None, 1, 4, "no draft-extend CUDA graph for this attention backend")
+    (row,) = [r for r in gf.snapshot() if r["mode"] == failing]
+    assert (row["role"], row["reason"], row["count"]) == ("draft", "capture_failed", 1)
+    (line,) = [r.getMessage() for r in caplog.records if "runs without its CUDA graph" in r.getMessage()]
+    assert f"draft {failing} runs without its CUDA graph (tokens per request 4): capture_failed (InjectedCaptureFailure: " in line
+    # the path whose capture succeeded, or the target that never failed, keeps the plain reason
+    (other,) = {"draft", "draft_extend"} - {failing}
+    assert gf.missing_runner_reason(other, "why") == ("no_graph_runner", "why")
+    assert gf.missing_runner_reason("target", "decode CUDA graph disabled") == (
+        "no_graph_runner", "decode CUDA graph disabled")
+    gf.reset()
+    assert gf.missing_runner_reason(failing, "why") == ("no_graph_runner", "why")
+
+
+@pytest.mark.parametrize("tree_name", PATCHED)
+def test_a_failed_target_capture_is_the_reason_of_its_eager_steps(trees, tree_name: str, monkeypatch) -> None:
+    cap = Capture(trees.get(tree_name), monkeypatch)
+    capture_decode_graph(cap.tree, cap.gf)(model_runner=target_model_runner(cap.runner_cls("target", fails=True)))
+    reason, detail = cap.gf.missing_runner_reason("target", "decode CUDA graph disabled")
+    assert reason == "capture_failed" and detail.startswith("InjectedCaptureFailure: SGLANG_TEST_FAIL_CUDA_GRAPH_CAPTURE=target")

@@ -4,7 +4,7 @@
 batch size was captured (so a graph and pool memory are held when it fails). The engine must
 start anyway, serve the tiny pair with EAGLE-3 and give the greedy output of no speculation;
 the log must say once which runner failed, and ``/server_info`` must count the eager steps
-under that role.
+under that role with the reason ``capture_failed``.
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ def test_failed_capture_runs_eager_with_same_output(runner: str, tiny_models: Pa
     assert output_ids(record) == base, f"EAGLE-3 with the {runner} capture failed changed greedy output"
     counted = [row for state in record["internal_states"] for row in state.get("graph_fallbacks", [])]
     role, mode = ROLES[runner]
-    assert any(r["role"] == role and r["mode"] == mode and r["count"] > 0 for r in counted), counted
+    assert any(r["role"] == role and r["mode"] == mode and r["reason"] == "capture_failed" and r["count"] > 0
+               for r in counted), counted
     logs = list(engine_dir.glob("*.log"))
     failed_lines = [line for log in logs for line in log.read_text(errors="replace").splitlines()
                     if f"{runner} CUDA graph capture failed" in line]
