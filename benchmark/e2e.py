@@ -61,10 +61,11 @@ def _points(spec: JobSpec) -> E2EPoints:
 
 def engine_kwargs(spec: JobSpec, speculative: bool) -> dict[str, Any]:
     e = _points(spec)
+    pair = ModelsFolder(spec.models)
     bs_max = max(e.bs)
     kwargs: dict[str, Any] = dict(
-        model_path=str(ModelsFolder(spec.models).target),
-        tokenizer_path=str(ModelsFolder(spec.models).target),
+        model_path=str(pair.target),
+        tokenizer_path=str(pair.target),
         skip_tokenizer_init=True,
         attention_backend=None if spec.backend == "default" else spec.backend,
         sampling_backend="pytorch",
@@ -79,7 +80,7 @@ def engine_kwargs(spec: JobSpec, speculative: bool) -> dict[str, Any]:
     )
     if speculative:
         kwargs.update(speculative_algorithm="EAGLE3",
-                      speculative_draft_model_path=str(ModelsFolder(spec.models).draft),
+                      speculative_draft_model_path=str(pair.draft),
                       speculative_num_steps=e.steps, speculative_eagle_topk=e.topk,
                       speculative_num_draft_tokens=e.draft_tokens)
     kwargs.update(spec.server_args)

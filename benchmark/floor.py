@@ -22,7 +22,7 @@ from typing import Any
 
 from benchmark.errors import BenchError
 from sglang_fastpath.errors import FastpathError
-from sglang_fastpath.models.folder import read_config
+from sglang_fastpath.models.folder import read_config, routed_experts
 
 # Peak memory bandwidth, bytes/s, matched by substring of the CUDA device name.
 GPU_BANDWIDTH: tuple[tuple[str, float], ...] = (
@@ -178,7 +178,7 @@ def _quantized_bytes(quant: dict[str, Any] | None, dtype_bytes: float) -> tuple[
 
 
 def _moe(cfg: dict[str, Any], layers: int, intermediate: int) -> Moe | None:
-    experts = cfg.get("n_routed_experts") or cfg.get("num_experts") or cfg.get("num_local_experts")
+    experts = routed_experts(cfg)
     if not experts:
         return None
     expert_intermediate = int(cfg.get("moe_intermediate_size") or intermediate)

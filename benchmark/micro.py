@@ -42,15 +42,16 @@ def _points(spec: JobSpec) -> MicroPoints:
 def server_kwargs(spec: JobSpec) -> dict[str, Any]:
     """ServerArgs of the ModelRunner: EAGLE3 at the largest k, graphs at the measured batch sizes."""
     m = _points(spec)
+    pair = ModelsFolder(spec.models)
     k_max, topk = max(m.ks), m.topks[0]
     bs_max = max(m.bs)
     context_length = m.ctx + k_max + CONTEXT_SLACK
     graph_bs = m.graph_bs()
     kwargs: dict[str, Any] = dict(
-        model_path=str(ModelsFolder(spec.models).target),
-        tokenizer_path=str(ModelsFolder(spec.models).target),
+        model_path=str(pair.target),
+        tokenizer_path=str(pair.target),
         speculative_algorithm="EAGLE3",
-        speculative_draft_model_path=str(ModelsFolder(spec.models).draft),
+        speculative_draft_model_path=str(pair.draft),
         speculative_num_steps=steps_for(k_max, topk),
         speculative_eagle_topk=topk,
         speculative_num_draft_tokens=k_max,

@@ -60,17 +60,17 @@ class TrialLog:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.trials: dict[tuple[str, int | None, KernelConfig], Trial] = {}
-        if path.is_file():
-            for number, line in enumerate(path.read_text().splitlines(), 1):
-                if not line.strip():
-                    continue
-                try:
-                    trial = Trial.from_json(line)
-                except (ValueError, KeyError, TypeError):
-                    if number == len(path.read_text().splitlines()):
-                        continue  # the last line of a run killed while writing it
-                    raise
-                self.trials[(trial.gemm, trial.m, trial.config)] = trial
+        lines = path.read_text().splitlines() if path.is_file() else []
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                trial = Trial.from_json(line)
+            except (ValueError, KeyError, TypeError):
+                if number == len(lines):
+                    continue  # the last line of a run killed while writing it
+                raise
+            self.trials[(trial.gemm, trial.m, trial.config)] = trial
 
     def get(self, gemm: str, m: int | None, cfg: KernelConfig) -> Trial | None:
         return self.trials.get((gemm, m, cfg))

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from sglang_fastpath.host import memory_split
 from sglang_fastpath.host.moe_config import lookup, moe_shape, sglang_config_dir
-from sglang_fastpath.models.folder import language_config, read_config
+from sglang_fastpath.models.folder import read_config, routed_experts
 from sglang_fastpath.pins import BASE_VERSION
 from sglang_fastpath.wheel.archive import MANIFEST
 
@@ -114,10 +114,11 @@ def diagnose(model: Path | None = None, tp: int = 1, ep: int = 1, device_name: s
             "verify runs eagerly for larger batches; raise --cuda-graph-max-bs-decode")
     if model is not None and memory is not None:
         _memory_section(report, model, draft, tp, memory, found, max_running_requests)
-    if model is not None and not _is_moe(read_config(model)):
+    config = read_config(model) if model is not None else None
+    if config is not None and not routed_experts(config):
         report.facts.append("MoE config: none needed (no routed experts)")
-    elif model is not None:
-        shape = moe_shape(read_config(model), tp, ep)
+    elif config is not None:
+        shape = moe_shape(config, tp, ep)
         if name is None:
             report.warnings.append("no GPU name (pass --device-name) : cannot resolve the MoE config file")
         else:
@@ -134,11 +135,6 @@ def diagnose(model: Path | None = None, tp: int = 1, ep: int = 1, device_name: s
             if shape.note:
                 report.facts.append(f"  note: {shape.note}")
     return report
-
-
-def _is_moe(config: dict) -> bool:
-    text = language_config(config)
-    return bool(text.get("n_routed_experts") or text.get("num_local_experts") or text.get("num_experts"))
 
 
 def _memory_section(report: DoctorReport, target: Path, draft: Path | None, tp: int, memory: MemoryQuestion,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sglang_fastpath.errors import FastpathError
-from sglang_fastpath.models.folder import language_config
+from sglang_fastpath.models.folder import language_config, routed_experts
 
 CONFIG_SUBDIR = ("srt", "layers", "moe", "moe_runner", "triton_utils")
 
@@ -39,7 +39,7 @@ class MoeLookup:
 def moe_shape(config: dict, tp: int, ep: int = 1) -> MoeShape:
     """The (E, N, dtype) key of the fused-MoE config for a HF ``config.json`` at this TP/EP."""
     text = language_config(config)
-    experts = text.get("n_routed_experts") or text.get("num_local_experts") or text.get("num_experts")
+    experts = routed_experts(config)
     inter = text.get("moe_intermediate_size") or text.get("intermediate_size")
     if not experts or not inter:
         raise FastpathError("the model config has no MoE experts (n_routed_experts / num_local_experts)")

@@ -38,6 +38,12 @@ def language_config(config: dict[str, Any]) -> dict[str, Any]:
     return config.get("text_config", config)
 
 
+def routed_experts(config: dict[str, Any]) -> int | None:
+    """The number of routed experts a config declares, or None for a dense model."""
+    text = language_config(config)
+    return text.get("n_routed_experts") or text.get("num_local_experts") or text.get("num_experts")
+
+
 @dataclass(frozen=True)
 class ModelsFolder:
     root: Path

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from sglang_fastpath.errors import FastpathError
 from sglang_fastpath.fetch import fetch_pinned, fetch_release, released_versions, verify_wheel, wheel_version
-from sglang_fastpath.pins import BASE_VERSION, find_pin
+from sglang_fastpath.pins import find_pin
 from sglang_fastpath.series import git, pull_request
 from sglang_fastpath.series.patches import Series, hunks, read_series, subject, unlisted_patches
 from sglang_fastpath.series.sets import BACKPORT, MAIN, UPSTREAM, SeriesSet, series_sets, version_key
