@@ -5,7 +5,9 @@
 * ``check DIR``: the CI gate, every INT4 config file under DIR against the filters (exit 1 on a problem);
 * ``tune --tp 2 --device h200 --out DIR`` (GPU host, SGLang installed): time every candidate per M with
   SGLang's own kernel under CUDA graphs, resumable from its log, and write the fastest per M as the
-  up and ``_down`` files SGLang reads (``tune.py``, ``gpu_timer.py``).
+  up and ``_down`` files SGLang reads (``tune.py``, ``gpu_timer.py``); ``--compile-workers N`` first
+  builds the untimed candidates' binaries in N processes (``precompile.py``);
+* ``compile-shard``: one of those processes (started by ``tune``, not by hand).
 """
 
 from __future__ import annotations
@@ -47,6 +49,14 @@ def _parser() -> argparse.ArgumentParser:
                       "use wgmma when compiled for this arch (e.g. 120), before timing them")
     tune.add_argument("--launches", type=int, default=10, help="kernel launches per captured graph")
     tune.add_argument("--replays", type=int, default=20, help="timed graph replays per config")
+    tune.add_argument("--compile-workers", type=int, default=0,
+                      help="build the untimed candidates' Triton binaries in this many processes first "
+                           "(0: compile each while timing, one by one)")
+    shard = sub.add_parser("compile-shard", help="(started by tune --compile-workers) build one share of the jobs")
+    shard.add_argument("--tp", type=int, required=True)
+    shard.add_argument("--jobs", type=Path, required=True)
+    shard.add_argument("--shard", type=int, required=True)
+    shard.add_argument("--of", type=int, required=True)
     return parser
 
 
@@ -58,6 +68,13 @@ def _tune(args: argparse.Namespace) -> int:
     log = TrialLog(args.log or args.out / "tune-log.jsonl")
     screen = xcompile_screen(args.xcompile_arch, dev) if args.xcompile_arch else None
     deadline = time.monotonic() + args.budget_s if args.budget_s else None
+    if args.compile_workers > 0:
+        from moe_tuning.precompile import run_workers, untimed_jobs
+
+        jobs = untimed_jobs(shapes, dev, ms, log)
+        budget = None if deadline is None else max(0.0, deadline - time.monotonic()) / 2
+        print(run_workers(args.tp, jobs, args.compile_workers, log.path.parent / "precompile", budget).line(),
+              flush=True)
     timer = GraphTimer(shapes, launches=args.launches, replays=args.replays)
     up, down = tune_pair(shapes, dev, ms, timer, log, screen=screen, progress=Progress(), deadline=deadline)
     done = sorted(set(up) & set(down))
@@ -88,6 +105,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{cfg.label()}  smem~{smem_estimate(cfg)}")
         elif args.verb == "tune":
             return _tune(args)
+        elif args.verb == "compile-shard":
+            from moe_tuning.precompile import compile_shard
+
+            return compile_shard(args.tp, args.jobs, args.shard, args.of)
         else:
             if not args.folder.is_dir():
                 raise FastpathError(f"{args.folder} is not a folder: pass the configs/ folder to check")

@@ -5,8 +5,10 @@
 experts) on random weights of the rank's shapes:
 
 * routing like an EAGLE verify batch: ``m`` tokens (batch size x draft tokens), each sent to
-  ``top_k`` distinct experts drawn uniformly (seeded per M), aligned with SGLang's own
-  ``moe_align_block_size`` at the config's BLOCK_SIZE_M, outside the timed region;
+  ``top_k`` distinct experts drawn uniformly (seeded per M and launch: each launch of a graph has
+  its own routing, so a launch seldom finds its experts in L2, as in a model's successive
+  layers), aligned with SGLang's own ``moe_align_block_size`` at the config's BLOCK_SIZE_M,
+  outside the timed region;
 * gate/up: A ``[m, hidden]`` times ``w13`` ``[E, 2I/TP, hidden/2]`` into ``[m·top_k, 2I/TP]``;
   down: A ``[m·top_k, I/TP]`` times ``w2`` ``[E, hidden, I/TP/2]``, weighted by the router and
   written ``[m, top_k, hidden]``, as SGLang calls them;
@@ -19,6 +21,7 @@ experts) on random weights of the rank's shapes:
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 from typing import Any
 
 from moe_tuning.search_space import KernelConfig
@@ -28,7 +31,9 @@ SEED = 1234
 
 
 class GraphTimer:
-    def __init__(self, shapes: RankShapes, launches: int = 10, replays: int = 20, device: str = "cuda") -> None:
+    def __init__(self, shapes: RankShapes, launches: int = 10, replays: int = 20, device: str = "cuda",
+                 random_weights: bool = True) -> None:
+        """``random_weights=False``: uninitialised weights, for ``compile`` only (``precompile``)."""
         import torch
 
         self.torch = torch
@@ -36,29 +41,36 @@ class GraphTimer:
         gen = torch.Generator(device="cpu").manual_seed(SEED)
         self.weights: dict[str, tuple[Any, Any]] = {}
         for gemm in (shapes.gate_up, shapes.down):
-            packed = torch.randint(0, 256, (shapes.experts, gemm.n, gemm.packed_k), generator=gen, dtype=torch.uint8)
-            scale = torch.rand(shapes.experts, gemm.n, gemm.scale_groups, generator=gen) * 0.02
-            self.weights[gemm.name] = (packed.to(device), scale.to(device, torch.bfloat16))
-        self.routing: dict[int, tuple[Any, Any]] = {}
+            size = (shapes.experts, gemm.n, gemm.packed_k)
+            if random_weights:
+                packed = torch.randint(0, 256, size, generator=gen, dtype=torch.uint8).to(device)
+                scale = (torch.rand(shapes.experts, gemm.n, gemm.scale_groups, generator=gen) * 0.02).to(device)
+            else:
+                packed = torch.zeros(size, dtype=torch.uint8, device=device)
+                scale = torch.zeros(shapes.experts, gemm.n, gemm.scale_groups, device=device)
+            self.weights[gemm.name] = (packed, scale.to(torch.bfloat16))
+        self.routing: dict[tuple[int, int], tuple[Any, Any]] = {}
 
-    def _routing(self, m: int) -> tuple[Any, Any]:
-        """(topk_weights, topk_ids) of ``m`` tokens, the same for every config at this M."""
+    def _routing(self, m: int, draw: int) -> tuple[Any, Any]:
+        """(topk_weights, topk_ids) of ``m`` tokens, draw ``draw``: the same for every config at this M."""
         torch = self.torch
-        if m not in self.routing:
-            gen = torch.Generator(device="cpu").manual_seed(SEED + m)
+        if (m, draw) not in self.routing:
+            gen = torch.Generator(device="cpu").manual_seed(SEED + 1000 * draw + m)
             top_k, experts = self.shapes.model.top_k, self.shapes.experts
             ids = torch.stack([torch.randperm(experts, generator=gen)[:top_k] for _ in range(m)]).to(torch.int32)
             weights = torch.softmax(torch.rand(m, top_k, generator=gen), dim=-1)
-            self.routing[m] = (weights.to(self.device), ids.to(self.device))
-        return self.routing[m]
+            self.routing[m, draw] = (weights.to(self.device), ids.to(self.device))
+        return self.routing[m, draw]
 
-    def __call__(self, gemm: Gemm, m: int, cfg: KernelConfig) -> float:
+    def _launcher(self, gemm: Gemm, m: int, cfg: KernelConfig, draw: int = 0) -> Callable[[], None]:
+        """One call of SGLang's kernel for ``gemm`` at ``m`` tokens with ``cfg`` on routing ``draw``,
+        inputs bound."""
         import triton.language as tl
         from sglang.kernels.ops.moe.fused_moe_triton_kernels import invoke_fused_moe_kernel
         from sglang.srt.layers.moe.moe_runner.triton_utils.moe_align_block_size import moe_align_block_size
 
         torch = self.torch
-        topk_weights, topk_ids = self._routing(m)
+        topk_weights, topk_ids = self._routing(m, draw)
         top_k = topk_ids.shape[1]
         packed, scale = self.weights[gemm.name]
         down = gemm.name == "down"
@@ -74,13 +86,23 @@ class GraphTimer:
                                     use_int8_w8a16=False, use_int4_w4a16=True, per_channel_quant=False,
                                     block_shape=[0, gemm.group_size], filter_expert=False)
 
-        launch()  # compiles this config; not timed
+        return launch
+
+    def compile(self, gemm: Gemm, m: int, cfg: KernelConfig) -> None:
+        """Launch once: builds (or loads) the binary this (config, specialization) needs."""
+        self._launcher(gemm, m, cfg)()
+        self.torch.cuda.synchronize()
+
+    def __call__(self, gemm: Gemm, m: int, cfg: KernelConfig) -> float:
+        torch = self.torch
+        launches = [self._launcher(gemm, m, cfg, draw) for draw in range(self.launches)]
+        launches[0]()  # compiles this config (or loads it from the cache); not timed
         torch.cuda.synchronize()
         graph = torch.cuda.CUDAGraph()
         stream = torch.cuda.Stream()
         with torch.cuda.stream(stream):
             with torch.cuda.graph(graph, stream=stream):
-                for _ in range(self.launches):
+                for launch in launches:
                     launch()
         torch.cuda.synchronize()
         graph.replay()  # warm

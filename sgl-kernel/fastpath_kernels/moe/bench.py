@@ -9,7 +9,8 @@ For each TP shape (hidden 7168, I = 2048/TP, 384 experts, top-8, INT4 group 32, 
    each timed as one MoE layer under a CUDA graph;
 2. checks the winner against a float64 torch dequant reference (max rel err <= 1e-2);
 3. then times SGLang 0.5.17's own paths on the same weights and routings (``sglang_baselines``):
-   ``triton-default`` (``fused_moe_kernel_gptq_awq``, default config) and ``marlin``
+   ``triton-default`` (``fused_moe_kernel_gptq_awq``, default config), ``triton-tuned`` (the same with
+   ``--tuned-configs``' files, when named in ``--variants``) and ``marlin``
    (``fused_marlin_moe``), each only once a child process has built its JIT kernels (a thread
    starts those builds at the beginning, so they overlap the tuning).
 
@@ -53,6 +54,7 @@ def use_tiny_shapes() -> None:
     HIDDEN, INTER, EXPERTS, TOP_K = TINY["hidden"], TINY["inter"], TINY["experts"], TINY["top_k"]
     DTYPE = torch.float16
 PEAK_BYTES_PER_S = 4.8e12  # H200 HBM3e
+BASELINES = ("triton-default", "triton-tuned", "marlin")  # SGLang's own paths, timed after fastpath
 MARLIN_FROM_ISSUE_US = 59.0  # issue 13: SGLang's Marlin MoE per call, kimi TP=2 decode bs 1 trace (another run)
 
 
@@ -162,6 +164,7 @@ class Bench:
         self.device = "cuda" if torch.cuda.is_available() else "cpu"
         self.gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu (dry run)"
         self.ready = {"triton-default": threading.Event(), "marlin": threading.Event()}
+        self.ready["triton-tuned"] = self.ready["triton-default"]  # the same JIT kernels
         self.warm_done = threading.Event()
 
     def warm_baselines(self) -> None:
@@ -169,7 +172,9 @@ class Bench:
         after the other, and mark it ready when that worked; the timing thread carries on."""
         import subprocess
 
-        for name in [v for v in ("triton-default", "marlin") if v in self.args.variants]:
+        wanted = set(self.args.variants)
+        for name in [v for v in ("triton-default", "marlin")
+                     if v in wanted or (v == "triton-default" and "triton-tuned" in wanted)]:
             which = "triton" if name == "triton-default" else "marlin"
             t0 = time.monotonic()
             try:
@@ -268,7 +273,7 @@ class Bench:
                 self.record(tp, m, "fastpath", us, floor, config=cfg.label(), config_json=asdict(cfg),
                             max_rel_err=rel)
                 self.write()
-        for name in [v for v in ("triton-default", "marlin") if v in self.args.variants]:
+        for name in [v for v in BASELINES if v in self.args.variants]:
             self.run_baseline(name, weights, inputs)
 
     def run_baseline(self, name: str, weights: dict, inputs: dict) -> None:
@@ -280,10 +285,20 @@ class Bench:
         if not ready.is_set():
             self.notes.append(f"{name}: not run (its JIT warm-up did not finish in time or failed: see errors)")
             return
-        factory = sglang_baselines.triton_default if name == "triton-default" else sglang_baselines.marlin
         for tp in self.args.tp:
             try:
-                call = factory(*weights[tp])
+                if name == "triton-tuned":
+                    files = [str(f) for f in Path(self.args.tuned_configs).glob(f"E={EXPERTS},N={INTER // tp // 2},*.json")]
+                    if not files:
+                        self.notes.append(f"triton-tuned tp{tp}: no tuned file for N={INTER // tp // 2} in "
+                                          f"{self.args.tuned_configs}")
+                        continue
+                    folder = sglang_baselines.tuned_config_dir(files, str(Path(self.args.out) / f"tuned-tp{tp}"))
+                    call = sglang_baselines.triton_tuned(*weights[tp], folder)
+                elif name == "triton-default":
+                    call = sglang_baselines.triton_default(*weights[tp])
+                else:
+                    call = sglang_baselines.marlin(*weights[tp])
             except Exception as exc:  # noqa: BLE001
                 self.errors.append(f"{name} tp{tp}: setup failed: {exc!r} {traceback.format_exc()[-600:]}")
                 continue
@@ -336,6 +351,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--tp", type=ints, default=[2, 8])
     p.add_argument("--m", type=ints, default=[1, 2, 4, 8, 16, 32, 64])
     p.add_argument("--variants", type=lambda s: s.split(","), default=["fastpath", "triton-default", "marlin"])
+    p.add_argument("--tuned-configs", default=None,
+                   help="folder of 'python -m moe_tuning tune' output files, for the triton-tuned variant")
     p.add_argument("--routings", type=int, default=8, help="layer calls (distinct routings) per CUDA graph")
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--deadline-s", type=float, default=240.0)
@@ -346,6 +363,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if "triton-tuned" in args.variants and not args.tuned_configs:
+        raise SystemExit("--variants triton-tuned needs --tuned-configs FOLDER (the tuner's output)")
     if args.dry_run:
         use_tiny_shapes()
     bench = Bench(args)

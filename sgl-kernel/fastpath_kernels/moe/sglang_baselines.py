@@ -5,6 +5,9 @@ GPU host only (needs SGLang importable). Both return ``call(x, topk_weights, top
 - ``triton_default``: ``fused_experts_impl`` with ``use_int4_w4a16`` (``fused_moe_kernel_gptq_awq``
   with SGLang's config lookup, which finds no file for these shapes and uses its default). Our
   int32 words viewed as uint8 ``[E, N, K/2]`` are exactly that kernel's layout: no copy.
+- ``triton_tuned``: the same call with SGLang's config lookup pointed (``SGLANG_MOE_CONFIG_DIR``)
+  at a folder holding ``python -m moe_tuning tune``'s up and ``_down`` files, laid out the way
+  SGLang looks them up (``configs/triton_<version>/``), so the files are read as a server reads them;
 - ``marlin``: ``fused_marlin_moe``, what SGLang runs for Kimi by default on sm_90/sm_120, on weights
   repacked the way ``CompressedTensorsWNA16MoE.process_weights_after_loading`` does (from SGLang's
   loaded ``[E, K/8, N]`` layout, no act-order, symmetric).
@@ -39,10 +42,44 @@ def _server_exec_defaults() -> None:
     fused_moe.get_exec = fused_moe_triton_config.get_exec = lambda: bag
 
 
-def triton_default(w13: W4Weights, w2: W4Weights) -> Call:
+def _config_lookup(config_dir: str | None) -> None:
+    """Point SGLang's MoE config lookup at ``config_dir`` (None: the package's own folder) and drop
+    what it has cached, so the next call reads the files again."""
+    import os
+
+    from sglang.srt.layers.moe.moe_runner.triton_utils import fused_moe_triton_config
+
+    if config_dir is None:
+        os.environ.pop("SGLANG_MOE_CONFIG_DIR", None)
+    else:
+        os.environ["SGLANG_MOE_CONFIG_DIR"] = config_dir
+    fused_moe_triton_config.get_moe_configs.cache_clear()
+
+
+def tuned_config_dir(files: list[str], dest: str) -> str:
+    """Lay the tuner's ``files`` out under ``dest/configs/triton_<installed version>/``; return ``dest``."""
+    import shutil
+    from pathlib import Path
+
+    import triton
+
+    folder = Path(dest) / "configs" / f"triton_{triton.__version__.replace('.', '_')}"
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in files:
+        shutil.copy(name, folder / Path(name).name)
+    return dest
+
+
+def triton_tuned(w13: W4Weights, w2: W4Weights, config_dir: str) -> Call:
+    """``triton_default`` reading the tuned files under ``config_dir`` (``tuned_config_dir``)."""
+    return triton_default(w13, w2, config_dir)
+
+
+def triton_default(w13: W4Weights, w2: W4Weights, config_dir: str | None = None) -> Call:
     from sglang.srt.layers.moe.moe_runner.triton_utils.fused_moe import fused_experts_impl
 
     _server_exec_defaults()
+    _config_lookup(config_dir)
     w1u8, w2u8 = w13.packed.view(torch.uint8), w2.packed.view(torch.uint8)
 
     def call(x: torch.Tensor, topk_weights: torch.Tensor, topk_ids: torch.Tensor) -> torch.Tensor:
