@@ -186,12 +186,12 @@ def _used_names(code: types.CodeType) -> set[str]:
 def _find_def(module: ast.Module, name: str) -> ast.stmt:
     scope, _, attr = name.partition(".")
     for node in module.body:
-        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name == scope:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == scope:
             if not attr:
                 return node
             assert isinstance(node, ast.ClassDef), f"{scope} is not a class"
             for item in node.body:
-                if isinstance(item, ast.FunctionDef) and item.name == attr:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == attr:
                     return item
     raise LookupError(f"{name} not found")
 
