@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -201,3 +202,15 @@ def test_percentile_interpolates() -> None:
     assert percentile([], 50) is None
     assert percentile([1.0, 2.0, 3.0, 4.0], 50) == 2.5 and percentile([5.0], 99) == 5.0
 
+
+
+def test_only_the_servers_own_processes_count_as_dead(tmp_path: Path) -> None:
+    """A compile worker that exits after start-up is reported, not a failure; a scheduler is."""
+    from benchmark.soak.server import LaunchedServer, is_core
+
+    assert is_core(10, "", root=10) and is_core(11, "sglang::scheduler_TP0", root=10)
+    assert not is_core(12, "/usr/bin/python3 -c from multiprocessing.resource_tracker import main", root=10)
+    server = LaunchedServer([], 1, tmp_path / "log")
+    server.tree = {2**22 + 1: "sglang::scheduler_TP0", 2**22 + 3: "python3 compile_worker", os.getpid(): "sglang me"}
+    assert server.dead_processes() == [f"{2**22 + 1} sglang::scheduler_TP0"]
+    assert server.exited_helpers() == [f"{2**22 + 3} python3 compile_worker"]

@@ -37,7 +37,8 @@ class AfterDrain:
     kv_after_flush: KvReading = NO_READING
     health_status: int | None = None
     fresh_greedy_ok: bool = False
-    dead_processes: list[int] = field(default_factory=list)
+    dead_processes: list[str] = field(default_factory=list)  # "pid name" of the server's own processes
+    exited_helpers: list[str] = field(default_factory=list)  # other descendants that exited: not a failure
     log_findings: dict[str, int] = field(default_factory=dict)
 
 

@@ -63,6 +63,23 @@ def children_of(pid: int) -> set[int]:
     return found
 
 
+def process_name(pid: int) -> str:
+    """The command line of ``pid`` (SGLang sets ``sglang::scheduler`` and the like as its process
+    titles), or its ``comm`` where the command line is empty; "" once it is gone."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+        return (cmdline or Path(f"/proc/{pid}/comm").read_text().strip())[:160]
+    except OSError:
+        return ""
+
+
+def is_core(pid: int, name: str, root: int) -> bool:
+    """Whether the server stops serving without this process: the launched one, and SGLang's own
+    (scheduler, detokenizer, tokenizer: named ``sglang::...`` or running SGLang's module). Other
+    descendants (compile workers, resource trackers) may exit on their own."""
+    return pid == root or "sglang" in name
+
+
 def is_alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -106,7 +123,7 @@ class LaunchedServer:
         self.url = f"http://127.0.0.1:{port}"
         self.log = log
         self.proc: subprocess.Popen | None = None
-        self.tree: set[int] = set()
+        self.tree: dict[int, str] = {}  # pid -> name, as the tree was once healthy
 
     def start(self, timeout_s: float) -> None:
         self.log.parent.mkdir(parents=True, exist_ok=True)
@@ -120,14 +137,24 @@ class LaunchedServer:
                 raise ServerFailed(f"the server exited with status {self.proc.returncode} while starting (log: {self.log})")
             reply = asyncio.run(get(Endpoint.parse(self.url), "/health", timeout=5))
             if reply.status == 200:
-                self.tree = {self.proc.pid} | children_of(self.proc.pid)
+                pids = {self.proc.pid} | children_of(self.proc.pid)
+                self.tree = {pid: process_name(pid) for pid in pids}
                 return
             time.sleep(2)
         raise ServerFailed(f"the server was not healthy after {timeout_s:.0f} s (log: {self.log})")
 
-    def dead_processes(self) -> list[int]:
-        """Processes of the server's tree (as it was once healthy) that are gone now."""
-        return sorted(pid for pid in self.tree if not is_alive(pid))
+    def _gone(self, core: bool) -> list[str]:
+        root = self.proc.pid if self.proc else -1
+        return [f"{pid} {name}".strip() for pid, name in sorted(self.tree.items())
+                if is_core(pid, name, root) == core and not is_alive(pid)]
+
+    def dead_processes(self) -> list[str]:
+        """The server's own processes (``is_core``) of its tree as it was once healthy that are gone now."""
+        return self._gone(core=True)
+
+    def exited_helpers(self) -> list[str]:
+        """The other processes of that tree that are gone now: reported, not a failure."""
+        return self._gone(core=False)
 
     def log_findings(self) -> dict[str, int]:
         text = self.log.read_text(errors="replace") if self.log.is_file() else ""

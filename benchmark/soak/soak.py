@@ -150,6 +150,7 @@ class Soak:
             after.kv_after_flush = await self.settle(idle, self.config.drain_timeout_s)
         if server is not None:
             after.dead_processes = server.dead_processes()
+            after.exited_helpers = server.exited_helpers()
             after.log_findings = server.log_findings()
         return after
 
