@@ -13,7 +13,9 @@ timed run: on kimi16 the first bs-1 run took 1.9 s against 0.77 s for the second
 timed that many times in the same engine and the median is reported (every run's
 seconds kept in the record). ``acc_len`` 0 keeps the draft's real acceptance (an
 oracle pair accepts everything). With the fork's all-reduce
-telemetry on, each run's all-reduce counts per generated token are recorded; with
+telemetry on, each run's all-reduce counts per generated token are recorded; with its EAGLE
+cycle telemetry on (``SGLANG_SPEC_CYCLE_STATS=1``), each spec-on batch size records
+``verify_graph_hit`` and ``cycle_ms`` of its timed runs; with
 ``profile_steps``, a torch-profiler trace per batch size is taken after the timed runs
 and summarized (``engine_probes``). With real acceptance (``acc_len`` 0) the job also checks
 greedy parity: the spec-on engine's output token ids at each batch size must equal the
@@ -138,6 +140,7 @@ def run_engine(spec: JobSpec, sink: Sink, speculative: bool, trace_dir: Path) ->
             try:
                 _generate(engine, prompts[:bs], min(16, e.output_len))  # warm-up at this batch shape
                 before = engine_probes.all_reduce_counts(engine)
+                cycles_before = engine_probes.rank0_state(engine, "spec_cycle")
                 runs = [_generate(engine, prompts[:bs], e.output_len) for _ in range(e.runs)]
                 outputs = runs[-1][1]
                 digests[bs] = output_digest(outputs)
@@ -158,6 +161,9 @@ def run_engine(spec: JobSpec, sink: Sink, speculative: bool, trace_dir: Path) ->
                 if speculative and accepts:
                     sink.record(mode=mode, bs=bs, k=k, topk=topk, metric="accept_len",
                                 value=sum(accepts) / len(accepts), n=len(accepts), extra=extra)
+                cycles = engine_probes.cycle_metrics(cycles_before, engine_probes.rank0_state(engine, "spec_cycle"))
+                for metric, (value, steps) in cycles.items():
+                    sink.record(mode=mode, bs=bs, k=k, topk=topk, metric=metric, value=value, n=steps, extra=extra)
             except Exception as exc:  # noqa: BLE001 - the other batch sizes still run
                 sink.error(f"{mode} bs={bs} k={k} topk={topk}", exc)
         for bs in e.bs if e.pysample_runs else ():

@@ -6,6 +6,10 @@
   before and after it (``count_delta``), reported per generated token. Stock SGLang has
   no telemetry: the probe then returns None and nothing is recorded. A micro rank builds
   its ModelRunner in-process and reads its own counts (``local_all_reduce_counts``).
+* EAGLE cycle telemetry (the fork's patch 0012, on with ``SGLANG_SPEC_CYCLE_STATS=1``): the
+  same way, TP rank 0's ``spec_cycle`` totals before and after a run give that run's
+  ``verify_graph_hit`` (verify steps that replayed a CUDA graph / all verify steps) and
+  ``cycle_ms`` (mean GPU time of a draft + verify + draft-extend cycle), ``cycle_metrics``.
 * Profile: ``Engine.start_profile`` for a fixed number of scheduler steps, then one more
   generate call of the same batch; SGLang writes a torch-profiler trace per TP rank into
   the folder, which ``trace_summary`` condenses (GPU time per kernel category, busy vs
@@ -21,13 +25,33 @@ from typing import Any, Callable
 Key = tuple[str, str, str, str, str]  # mode, source, placement, method, bytes_le
 
 
-def all_reduce_counts(engine: Any) -> dict[Key, int] | None:
-    """TP rank 0's all-reduce counts, or None when the engine has no telemetry."""
+def rank0_state(engine: Any, name: str) -> Any:
+    """``internal_states[0][name]`` of the engine's server info, or None when it is not there."""
     try:
         states = engine.get_server_info().get("internal_states") or []
     except Exception:  # noqa: BLE001 - a probe must never fail the measurement
         return None
-    return counts_from_snapshot(states[0].get("all_reduce_stats") if states else None)
+    return states[0].get(name) if states else None
+
+
+def all_reduce_counts(engine: Any) -> dict[Key, int] | None:
+    """TP rank 0's all-reduce counts, or None when the engine has no telemetry."""
+    return counts_from_snapshot(rank0_state(engine, "all_reduce_stats"))
+
+
+def cycle_metrics(before: dict[str, Any] | None, after: dict[str, Any] | None) -> dict[str, tuple[float, int]]:
+    """``verify_graph_hit`` and ``cycle_ms`` of the cycles between two ``spec_cycle`` snapshots,
+    each with the number of steps it covers; empty without telemetry or without a cycle."""
+    if not before or not after:
+        return {}
+    out: dict[str, tuple[float, int]] = {}
+    steps = after["verify"]["steps"] - before["verify"]["steps"]
+    if steps > 0:
+        out["verify_graph_hit"] = ((after["verify"]["graph"] - before["verify"]["graph"]) / steps, steps)
+    timed = after["timed"] - before["timed"]
+    if timed > 0:
+        out["cycle_ms"] = ((after["cycle"]["ms_sum"] - before["cycle"]["ms_sum"]) / timed, timed)
+    return out
 
 
 def local_all_reduce_counts() -> dict[Key, int] | None:

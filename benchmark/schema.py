@@ -38,6 +38,8 @@ METRICS: dict[str, Direction] = {
     "wall_ms": Direction.LOWER,  # host time of one step incl. synchronize, median
     "tokens_per_s": Direction.HIGHER,  # end-to-end output tokens per second
     "accept_len": Direction.NEUTRAL,  # mean accepted tokens per verify (e2e, spec on)
+    "verify_graph_hit": Direction.HIGHER,  # verify steps replayed from a CUDA graph / all (e2e, 0012)
+    "cycle_ms": Direction.LOWER,  # GPU ms of a draft + verify + draft-extend cycle, mean (e2e, 0012)
 }
 
 # decode/verify: the graph or eager path the runner chose; *_eager: eager forced.

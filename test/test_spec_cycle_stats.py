@@ -1,5 +1,8 @@
 """Patch 0012: EAGLE cycle telemetry (phase times from events read without waiting, graph hits, K, accept).
 
+The last tests check the benchmark harness's side: the e2e job records ``verify_graph_hit`` and
+``cycle_ms`` per spec-on batch size from the ``spec_cycle`` snapshots around its timed runs.
+
 Runs the patched 0.5.17 tree's ``spec_cycle_stats`` on CPU with stand-in timing events whose GPU
 progress the test controls: a cycle is read only once its last event has completed, and nothing
 ever waits. The EAGLE worker's ``forward_batch_generation`` and the scheduler's
@@ -12,15 +15,21 @@ from __future__ import annotations
 import importlib.util
 import json
 import logging
+import sys
 import types
+from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 import torch
 
+from benchmark import e2e, engine_probes
+from benchmark.plan import JobSpec
+from benchmark.schema import METRICS, Direction
+from benchmark.sink import Sink
 from sglang_trees import SHOWS_THE_BUG, TreeImporter, load_defs, source, trees  # noqa: F401 (trees: a fixture)
 from test_graph_fallback import load_fallback_module
 
@@ -40,7 +49,7 @@ class FakeGpu:
         self.completed = 0
         self.created = 0
 
-    def event(self) -> "FakeEvent":
+    def event(self) -> FakeEvent:
         self.created += 1
         return FakeEvent(self)
 
@@ -62,7 +71,7 @@ class FakeEvent:
     def query(self) -> bool:
         return self.seq is not None and self.seq <= self.gpu.completed
 
-    def elapsed_time(self, end: "FakeEvent") -> float:
+    def elapsed_time(self, end: FakeEvent) -> float:
         if not (self.query() and end.query()):
             raise RuntimeError("cudaErrorNotReady: read before the event completed")
         return end.stamp - self.stamp
@@ -366,3 +375,67 @@ def test_graph_fallback_total_counts_every_noted_step(trees, tree_name: str) -> 
     gf.note("target", "target_verify", "batch_size_above_max", 4)
     gf.note("target", "target_verify", "batch_size_above_max", 4)
     assert gf.total() == 3
+
+
+def spec_cycle(verify_steps: int, verify_graph: int, timed: int, cycle_ms_sum: float) -> dict[str, Any]:
+    return {"timed": timed, "verify": {"steps": verify_steps, "graph": verify_graph},
+            "cycle": {"ms_sum": cycle_ms_sum}}
+
+
+def test_cycle_metrics_are_the_runs_share_of_the_totals() -> None:
+    before, after = spec_cycle(10, 10, 9, 45.0), spec_cycle(110, 85, 109, 545.0)
+    assert engine_probes.cycle_metrics(before, after) == {"verify_graph_hit": (0.75, 100), "cycle_ms": (5.0, 100)}
+    assert engine_probes.cycle_metrics(None, after) == {}  # stock SGLang, or the knob off
+    assert engine_probes.cycle_metrics(after, after) == {}  # no cycle in between
+    assert METRICS["verify_graph_hit"] is Direction.HIGHER and METRICS["cycle_ms"] is Direction.LOWER
+
+
+class CycleEngine:
+    """A stand-in sglang.Engine whose spec-on server info has spec_cycle totals (K 4, 4 tokens a cycle)."""
+
+    with_telemetry = True
+
+    def __init__(self, **kwargs: Any) -> None:
+        self.spec = kwargs.get("speculative_algorithm") == "EAGLE3"
+        self.cycles = 0
+
+    def generate(self, input_ids: list[list[int]], sampling_params: dict) -> list[dict]:
+        n = sampling_params["max_new_tokens"]
+        self.cycles += n // 4
+        meta = {"completion_tokens": n, **({"spec_accept_length": 4.0} if self.spec else {})}
+        return [{"meta_info": meta, "output_ids": [j % 97 for j in range(n)]} for _ in input_ids]
+
+    def get_server_info(self) -> dict:
+        state = {}
+        if self.spec and self.with_telemetry:  # every other cycle's verify ran eager, 2.5 ms a cycle
+            state["spec_cycle"] = spec_cycle(self.cycles, self.cycles // 2, self.cycles, 2.5 * self.cycles)
+        return {"internal_states": [state]}
+
+    def shutdown(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("with_telemetry", [True, False])
+def test_e2e_job_records_verify_graph_hit_and_cycle_ms(tmp_path: Path, monkeypatch, with_telemetry: bool) -> None:
+    fake = types.ModuleType("sglang")
+    fake.Engine = CycleEngine
+    monkeypatch.setitem(sys.modules, "sglang", fake)
+    monkeypatch.setattr(CycleEngine, "with_telemetry", with_telemetry)
+    monkeypatch.setenv("SGLANG_SIMULATE_ACC_LEN", "-1")  # the job sets it; undone after the test
+    target = tmp_path / "m" / "target"
+    target.mkdir(parents=True)
+    (target / "config.json").write_text(json.dumps({
+        "hidden_size": 64, "num_hidden_layers": 1, "vocab_size": 1000, "num_attention_heads": 4,
+        "num_key_value_heads": 4, "head_dim": 16, "intermediate_size": 128, "torch_dtype": "bfloat16"}))
+    spec = JobSpec.from_spec({"kind": "e2e", "models": str(tmp_path / "m"), "backend": "triton", "server_args": {},
+                              "e2e": {"bs": [1, 2], "prompt_len": 4, "output_len": 64, "acc_len": 0, "steps": 3,
+                                      "topk": 1, "draft_tokens": 4, "profile_steps": 0, "runs": 2}})
+    out = tmp_path / "job.jsonl"
+    assert e2e.run_job(spec, Sink(str(out)), str(out)) == 0
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    assert not [x for x in lines if x["type"] == "error"], lines
+    got = {(x["mode"], x["bs"], x["k"], x["metric"]): (x["value"], x["n"]) for x in lines
+           if x["type"] == "record" and x["metric"] in ("verify_graph_hit", "cycle_ms")}
+    expected = {("e2e_spec", bs, 4, metric): (value, 2 * 16) for bs in (1, 2)
+                for metric, value in (("verify_graph_hit", 0.5), ("cycle_ms", 2.5))}
+    assert got == (expected if with_telemetry else {})
