@@ -29,11 +29,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-if __package__ in (None, ""):  # run as a script: the package from the repository root, ours from python/
-    sys.path[0:1] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parents[1] / "python")]
-
-from benchmark.errors import BenchError  # noqa: E402
-from benchmark.trace_summary import kernel_category, load_trace, trace_files  # noqa: E402
+from benchmark.core.errors import BenchError
+from benchmark.tools.trace_summary import kernel_category, load_trace, trace_files
 
 COLLECTIVES = ("nccl_allreduce", "custom_allreduce", "nccl_allgather", "nccl_other")
 _RANK = re.compile(r"TP-(\d+)")

@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmark.schema import READABLE, ResultSet
-from benchmark.summary import points, ratio, variants
+from benchmark.driver.schema import READABLE, ResultSet
+from benchmark.driver.summary import points, ratio, variants
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 INDEX = "INDEX.md"
 GATE = "gate"
 RUN_NAME = re.compile(r"^(\d{4})(\d{2})(\d{2})-(\d{2})(\d{2})-([a-z0-9]+)-(.+)$")

@@ -29,13 +29,9 @@ import os
 import statistics
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
-if __package__ in (None, ""):  # run as a script: the package from the repository root, ours from python/
-    sys.path[0:1] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parents[1] / "python")]
-
-from benchmark.argtypes import int_list  # noqa: E402
+from benchmark.core.argtypes import int_list
 
 METHODS = ("torch", "pynccl", "pynccl_outplace", "pynccl_graph")
 

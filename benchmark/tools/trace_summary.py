@@ -47,10 +47,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-if __package__ in (None, ""):  # run as a script: the package from the repository root, ours from python/
-    sys.path[0:1] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parents[1] / "python")]
-
-from benchmark.errors import BenchError  # noqa: E402
+from benchmark.core.errors import BenchError
 
 CATEGORIES = ("nccl_allreduce", "nccl_allgather", "nccl_other", "custom_allreduce", "gemm",
               "attention", "moe", "memcpy", "memset", "other")

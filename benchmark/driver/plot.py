@@ -15,11 +15,8 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-if __package__ in (None, ""):  # run as a script: the package from the repository root, ours from python/
-    sys.path[0:1] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parents[1] / "python")]
-
-from benchmark.errors import BenchError  # noqa: E402
-from benchmark.schema import Record, ResultSet  # noqa: E402
+from benchmark.core.errors import BenchError
+from benchmark.driver.schema import Record, ResultSet
 
 STYLES = ("-", "--", ":", "-.")
 

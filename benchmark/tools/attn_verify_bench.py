@@ -33,7 +33,7 @@ from typing import Callable
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 KERNEL_FILE = "python/sglang/kernels/ops/attention/verify_grouped_attention.py"
 HBM_BYTES_PER_S = 4.8e12  # H200
 MLA_LK, MLA_LV = 576, 512

@@ -23,11 +23,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-if __package__ in (None, ""):  # run as a script: the package from the repository root, ours from python/
-    sys.path[0:1] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parents[1] / "python")]
-
-from benchmark.errors import BenchError  # noqa: E402
-from benchmark.schema import Direction, Key, Record, ResultSet, key_label  # noqa: E402
+from benchmark.core.errors import BenchError
+from benchmark.driver.schema import Direction, Key, Record, ResultSet, key_label
 
 THRESHOLD = 0.05
 

@@ -26,22 +26,19 @@ import time
 from pathlib import Path
 from typing import Any
 
-if __package__ in (None, ""):  # run as a script: the package from the repository root, ours from python/
-    sys.path[0:1] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parents[1] / "python")]
-
-from benchmark import artifacts, compare, selftest, summary  # noqa: E402
-from benchmark.argtypes import int_list  # noqa: E402
-from benchmark.collect import build_results  # noqa: E402
-from benchmark.envinfo import gpu_inventory  # noqa: E402
-from benchmark.errors import BenchError  # noqa: E402
-from benchmark.floor import ModelShape, gpu_bandwidth  # noqa: E402
-from benchmark.orchestrate import JobOutcome, Orchestrator  # noqa: E402
-from benchmark.plan import (  # noqa: E402
+from benchmark.core.argtypes import int_list
+from benchmark.core.errors import BenchError
+from benchmark.core.floor import ModelShape, gpu_bandwidth
+from benchmark.driver import artifacts, compare, selftest, summary
+from benchmark.driver.collect import build_results
+from benchmark.driver.envinfo import gpu_inventory
+from benchmark.driver.orchestrate import JobOutcome, Orchestrator
+from benchmark.driver.plan import (
     PROFILE_POINTS, PROFILES, Plan, Variant, build_plan, parse_variant_env, with_points)
-from benchmark.schema import ResultSet  # noqa: E402
-from sglang_fastpath.models.folder import ModelsFolder  # noqa: E402
+from benchmark.driver.schema import ResultSet
+from sglang_fastpath.models.folder import ModelsFolder
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 BUDGET_S = 560.0  # one 10-minute device call, less start-up and the plots
 
 
@@ -164,7 +161,7 @@ def finish(results: ResultSet, out_dir: Path, args: argparse.Namespace, plan: Pl
         code = 3
     if not args.no_plot:
         try:
-            from benchmark.plot import plot_results
+            from benchmark.driver.plot import plot_results
 
             for png in plot_results(out_dir):
                 print(f"plot: {png}")
@@ -204,7 +201,8 @@ def run(args: argparse.Namespace) -> int:
     if args.compare is not None:
         ResultSet.load(args.compare)  # fail now, not after ten minutes
     out_dir = artifacts.results_dir(args.out, inventory, args.name or args.profile)
-    argv = sys.argv if args.argv is None else ["benchmark/run.py", *args.argv]
+    # as the user typed it: the shim benchmark/run.py (this module runs under -m, its argv[0] its own path)
+    argv = [os.path.relpath(REPO / "benchmark" / "run.py"), *(sys.argv[1:] if args.argv is None else args.argv)]
     shape = ModelShape.from_dir(args.models / "target")
     gpu_name = inventory[0]["name"] if inventory else "unknown"
     bandwidth = args.bandwidth or gpu_bandwidth(gpu_name)

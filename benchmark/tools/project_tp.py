@@ -3,7 +3,7 @@
   python benchmark/project_tp.py --ar benchmark/results/<run>/ar-pcie-like.json \\
       --config kimi-config.json --tp 2,4,8 --bs 1,8,32,64 --k 4 [--bandwidth 1.792e12] [--json OUT]
 
-Inputs measured at TP=2 (``benchmark/collective_cost.py``): the cost of one in-graph all-reduce
+Inputs measured at TP=2 (``benchmark/tools/collective_cost.py``): the cost of one in-graph all-reduce
 per message size. Model: a ring all-reduce of S bytes over N ranks takes
 
     t(N, S) = 2 (N - 1) * alpha + 2 (N - 1) / N * S / B
@@ -12,7 +12,7 @@ per message size. Model: a ring all-reduce of S bytes over N ranks takes
 are fitted by least squares to the TP=2 points, then evaluated at N. A verify step of bs
 requests and k draft tokens all-reduces S = bs * k * hidden * 2 bytes (bf16) ``layers * 2 + 1``
 times (attention and MLP/MoE outputs of every layer, plus the vocab-parallel embedding). The
-memory floor is ``benchmark/floor.py``'s: the bytes one GPU reads per step (weights touched /
+memory floor is ``benchmark/core/floor.py``'s: the bytes one GPU reads per step (weights touched /
 N, KV) over ``--bandwidth`` (RTX PRO 6000 Blackwell 1.792e12 B/s by default).
 
 Everything here is an extrapolation from two GPUs of one H200 host with NCCL peer access off,
@@ -30,12 +30,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-if __package__ in (None, ""):  # run as a script: the package from the repository root, ours from python/
-    sys.path[0:1] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parents[1] / "python")]
-
-from benchmark.argtypes import int_list  # noqa: E402
-from benchmark.errors import BenchError  # noqa: E402
-from benchmark.floor import ModelShape, floor_ms  # noqa: E402
+from benchmark.core.argtypes import int_list
+from benchmark.core.errors import BenchError
+from benchmark.core.floor import ModelShape, floor_ms
 
 RTX_PRO_6000_BW = 1.792e12
 

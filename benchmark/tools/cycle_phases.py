@@ -50,11 +50,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-if __package__ in (None, ""):  # run as a script: the package from the repository root, ours from python/
-    sys.path[0:1] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parents[1] / "python")]
-
-from benchmark.errors import BenchError  # noqa: E402
-from benchmark.trace_summary import (  # noqa: E402
+from benchmark.core.errors import BenchError
+from benchmark.tools.trace_summary import (
     CUDA_API_CATS, GPU_CATS, kernel_category, load_trace, trace_files, union_length)
 
 RUN_BATCH = "scheduler.run_batch"
@@ -397,7 +394,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps([asdict(s) for s in stats], indent=1) + "\n")
     if args.png:
-        from benchmark.cycle_timeline import draw
+        from benchmark.tools.cycle_timeline import draw
 
         draw(drawn, args.png, args.timeline_cycles)
     return 0
