@@ -2,7 +2,7 @@
 
 Usage: python benchmark/pysample.py DIR [--min-pct 1.0] [--label spec-bs1] [--folded OUT]
 
-DIR holds the ``samples-<pid>.json`` files that ``benchmark/pysample_site/fastpath_pysample.py``
+DIR holds the ``samples-<pid>.json`` files that ``benchmark/worker/pysample_site/fastpath_pysample.py``
 wrote from the scheduler processes (one per TP rank and engine). For each process and label it
 prints the call tree of the main thread from the outermost frame down, every node with its share
 of the sampled wall time (inclusive, then self), pruned below ``--min-pct``, and the frames with
