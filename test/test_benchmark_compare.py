@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from benchmark import compare
-from benchmark.rounds import merge
-from benchmark.schema import Record, ResultSet
+from benchmark.driver import compare
+from benchmark.driver.rounds import merge
+from benchmark.driver.schema import Record, ResultSet
 
 
 def rec(value: float, *, metric: str = "latency_ms", mode: str = "verify", variant: str = "fork",

@@ -1,4 +1,4 @@
-"""benchmark/cycle_phases.py on synthetic torch-profiler traces with known phases and GPU work."""
+"""benchmark/tools/cycle_phases.py on synthetic torch-profiler traces with known phases and GPU work."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from benchmark import cycle_phases
-from benchmark.errors import BenchError
+from benchmark.core.errors import BenchError
+from benchmark.tools import cycle_phases
 
 SCHED = 7  # the scheduler thread
 OTHER = 9  # a gloo thread: its spans must not count
@@ -142,7 +142,7 @@ def test_cli_table_json_and_gpu_bound_ratio(tmp_path: Path, capsys: pytest.Captu
 
 def test_timeline_png(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
-    from benchmark.cycle_timeline import draw
+    from benchmark.tools.cycle_timeline import draw
 
     events = spec_trace()
     _, cycles, _ = cycle_phases.analyse(events, "spec")

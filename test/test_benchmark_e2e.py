@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from benchmark import e2e
-from benchmark.plan import JobSpec
-from benchmark.sink import Sink
+from benchmark.core.spec import JobSpec
+from benchmark.worker import e2e
+from benchmark.worker.sink import Sink
 
 LLAMA = {"hidden_size": 512, "num_hidden_layers": 4, "vocab_size": 32000, "num_attention_heads": 8,
          "num_key_value_heads": 4, "head_dim": 64, "intermediate_size": 1536, "torch_dtype": "bfloat16"}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from benchmark import engine_probes
+from benchmark.worker import engine_probes
 
 
 class FakeEngine:

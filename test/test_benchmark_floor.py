@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.errors import BenchError
-from benchmark.floor import ModelShape, floor_ms, gpu_bandwidth, step_bytes
+from benchmark.core.errors import BenchError
+from benchmark.core.floor import ModelShape, floor_ms, gpu_bandwidth, step_bytes
 
 LLAMA = {"hidden_size": 512, "num_hidden_layers": 4, "vocab_size": 32000, "num_attention_heads": 8,
          "num_key_value_heads": 4, "head_dim": 64, "intermediate_size": 1536, "torch_dtype": "bfloat16"}

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 from test_benchmark_orchestrate import make_world
 
-from benchmark import compare, run
-from benchmark.rounds import merge, merge_rounds
-from benchmark.schema import Record, ResultSet
+from benchmark.driver import compare, run
+from benchmark.driver.rounds import merge, merge_rounds
+from benchmark.driver.schema import Record, ResultSet
 
 # slow: seeded fake worker processes run round after round through the orchestrator, about 16 s on 2 cores (test/README.md).
 pytestmark = pytest.mark.slow
@@ -89,7 +89,7 @@ def test_merge_keeps_each_round_median_and_spread():
 # The worker process gets the repository on PYTHONPATH from the orchestrator; step_ms comes as its source.
 FAKE_NOISY_WORKER = textwrap.dedent('''
     import json, os, random, sys
-    from benchmark.plan import point_blocks
+    from benchmark.core.spec import point_blocks
     PROCESS_NOISE, POINT_NOISE = {process_noise!r}, {point_noise!r}
     {step_ms}
     args = sys.argv

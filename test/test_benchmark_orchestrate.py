@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from benchmark import orchestrate, run
-from benchmark.plan import MicroPoints, Variant, build_plan
+from benchmark.core.spec import MicroPoints
+from benchmark.driver import orchestrate, run
+from benchmark.driver.plan import Variant, build_plan
 
 REPO = Path(__file__).resolve().parents[1]
 

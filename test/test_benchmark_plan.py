@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from benchmark import run, selftest
-from benchmark.errors import BenchError
-from benchmark.plan import E2EPoints, JobSpec, MicroPoints, Variant, build_plan, point_blocks
-from benchmark.schema import Record, ResultSet
-from benchmark.tree import draft_tree
+from benchmark.core.errors import BenchError
+from benchmark.core.spec import E2EPoints, JobSpec, MicroPoints, point_blocks
+from benchmark.driver import run, selftest
+from benchmark.driver.plan import Variant, build_plan
+from benchmark.driver.schema import Record, ResultSet
+from benchmark.worker.tree import draft_tree
 
 VARIANTS = [Variant("stock", "/tmp/site-stock"), Variant("fork", "/tmp/site-fork")]
 
@@ -160,8 +161,8 @@ def test_selftest_with_rounds_checks_each_variant_once():
 
 
 def test_variant_env_applies_to_the_named_variant_only():
-    from benchmark.orchestrate import job_env
-    from benchmark.plan import parse_variant_env
+    from benchmark.driver.orchestrate import job_env
+    from benchmark.driver.plan import parse_variant_env
 
     stock, fork = parse_variant_env(["fork:SGLANG_TEST_X=1", "fork:B=two=2"], VARIANTS)
     assert stock.env == () and fork.env == (("B", "two=2"), ("SGLANG_TEST_X", "1"))
@@ -175,7 +176,7 @@ def test_variant_env_applies_to_the_named_variant_only():
                                            ("other:A=1", "no --variant named 'other'"),
                                            ("fork:BAD-KEY=1", "NAME:KEY=VALUE")])
 def test_bad_variant_env_is_named(text, message):
-    from benchmark.plan import parse_variant_env
+    from benchmark.driver.plan import parse_variant_env
 
     with pytest.raises(BenchError, match=message):
         parse_variant_env([text], VARIANTS)

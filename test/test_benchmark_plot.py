@@ -1,4 +1,4 @@
-"""benchmark/plot.py: the step and e2e PNGs of a results.json, written beside it."""
+"""benchmark/driver/plot.py: the step and e2e PNGs of a results.json, written beside it."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 
 pytest.importorskip("matplotlib", reason="in test/requirements-cpu.txt")
 
-from benchmark import plot
-from benchmark.schema import Record, ResultSet
+from benchmark.driver import plot
+from benchmark.driver.schema import Record, ResultSet
 
 
 def results() -> ResultSet:

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from benchmark import project_tp
-from benchmark.errors import BenchError
+from benchmark.core.errors import BenchError
+from benchmark.tools import project_tp
 
 LLAMA = {"hidden_size": 4096, "num_hidden_layers": 8, "vocab_size": 128256, "num_attention_heads": 32,
          "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 14336, "torch_dtype": "bfloat16"}

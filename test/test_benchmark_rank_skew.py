@@ -1,4 +1,4 @@
-"""Transfer vs waiting in collectives across TP ranks (benchmark/rank_skew.py) on synthetic traces."""
+"""Transfer vs waiting in collectives across TP ranks (benchmark/tools/rank_skew.py) on synthetic traces."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmark import rank_skew
-from benchmark.errors import BenchError
+from benchmark.core.errors import BenchError
+from benchmark.tools import rank_skew
 
 AR = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL"
 AG = "ncclDevKernel_AllGather_RING_LL"

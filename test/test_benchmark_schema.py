@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from benchmark import compare, summary
-from benchmark.errors import BenchError
-from benchmark.schema import SCHEMA, Direction, Record, ResultSet
+from benchmark.core.errors import BenchError
+from benchmark.driver import compare, summary
+from benchmark.driver.schema import SCHEMA, Direction, Record, ResultSet
 
 
 def sample() -> ResultSet:

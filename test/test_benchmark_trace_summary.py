@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.errors import BenchError
-from benchmark.trace_summary import (
+from benchmark.core.errors import BenchError
+from benchmark.tools.trace_summary import (
     kernel_category, load_trace, main, summarize, summarize_dir, union_length)
 
 ROOT = Path(__file__).resolve().parents[1]

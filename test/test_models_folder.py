@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.errors import BenchError
-from benchmark.floor import ModelShape
-from benchmark.run import manifest
+from benchmark.core.errors import BenchError
+from benchmark.core.floor import ModelShape
+from benchmark.driver.run import manifest
 from sglang_fastpath.errors import FastpathError
 from sglang_fastpath.models.folder import MANIFEST, ModelsFolder, language_config, read_config
 

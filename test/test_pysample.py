@@ -1,4 +1,4 @@
-"""The scheduler-loop sampler (benchmark/pysample_site) and its reader (benchmark/pysample.py)."""
+"""The scheduler-loop sampler (benchmark/worker/pysample_site) and its reader (benchmark/tools/pysample.py)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from benchmark import pysample
+from benchmark.tools import pysample
 
 REPO = Path(__file__).resolve().parents[1]
-SITE = REPO / "benchmark" / "pysample_site"
+SITE = REPO / "benchmark" / "worker" / "pysample_site"
 
 PROGRAM = r"""
 import os, sys, time

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from benchmark import results_index
-from benchmark.schema import Record, ResultSet
+from benchmark.driver import results_index
+from benchmark.driver.schema import Record, ResultSet
 
 
 def test_the_committed_index_is_what_the_generator_writes() -> None:

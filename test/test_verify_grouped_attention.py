@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from benchmark.attn_verify_bench import KERNEL_FILE, file_from_patch, patch_creating
+from benchmark.tools.attn_verify_bench import KERNEL_FILE, file_from_patch, patch_creating
 from fastpath_fixtures import script_env
 from sglang_fastpath.paths import patches_dir
 from sglang_trees import load_defs, source, trees  # noqa: F401 (trees: a module-scoped fixture)
@@ -327,7 +327,7 @@ def test_reference_is_not_trivial():
 
 
 def test_gpu_bench_runs_the_kernel_the_patch_creates(trees):  # noqa: F811
-    """benchmark/attn_verify_bench.py rebuilds the kernel file from the patch: it must be the patched tree's."""
+    """benchmark/tools/attn_verify_bench.py rebuilds the kernel file from the patch: it must be the patched tree's."""
     patch = patch_creating(KERNEL_FILE, patches_dir())
     assert source(trees.patched, VERIFY) == trees.patched / KERNEL_FILE
     assert file_from_patch(patch, KERNEL_FILE) == (trees.patched / KERNEL_FILE).read_text()

@@ -3,7 +3,7 @@
 MLA 576/512 with 32 and 8 heads and GQA 128, pages 1/16/64, chain and tree masks, and a CUDA graph
 replayed after its device metadata was rewritten for other context lengths: each output within 1e-2
 (max relative) of a float32 torch reference. The kernel is rebuilt from the patch that creates it (0007 when written), so
-this checks the committed patch whichever bundle is installed. Timing is benchmark/attn_verify_bench.py's.
+this checks the committed patch whichever bundle is installed. Timing is benchmark/tools/attn_verify_bench.py's.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.gpu
 
 @pytest.fixture(scope="module")
 def checks() -> dict[str, dict]:
-    from benchmark.attn_verify_bench import Kernels, load_verify_kernel, run_checks
+    from benchmark.tools.attn_verify_bench import Kernels, load_verify_kernel, run_checks
 
     module, _ = load_verify_kernel()
     return {c["name"]: c for c in run_checks(Kernels(module), print)}

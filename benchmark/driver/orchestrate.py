@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from benchmark.plan import Job, Plan
+from benchmark.driver.plan import Job, Plan
 
 WORKER_ARGV = [sys.executable, "-m", "benchmark.worker"]
 # Multicast stays off on the lent multi-GPU hosts (it can take shared GPUs out of service).

@@ -36,11 +36,11 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from benchmark import engine_probes
-from benchmark.floor import ModelShape
-from benchmark.plan import E2EPoints, JobSpec
-from benchmark.sink import Sink
-from benchmark.tokens import token_ids
+from benchmark.core.floor import ModelShape
+from benchmark.core.spec import E2EPoints, JobSpec
+from benchmark.worker import engine_probes
+from benchmark.worker.sink import Sink
+from benchmark.worker.tokens import token_ids
 from sglang_fastpath.models.folder import ModelsFolder
 
 SEED = 4321

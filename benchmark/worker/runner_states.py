@@ -20,7 +20,7 @@ from typing import Any, Iterator
 from sglang.srt.runtime_context import get_context
 from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
 
-from benchmark.tree import draft_tree
+from benchmark.worker.tree import draft_tree
 
 SOURCE = "sglang-fastpath.benchmark"
 

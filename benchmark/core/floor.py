@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmark.errors import BenchError
+from benchmark.core.errors import BenchError
 from sglang_fastpath.errors import FastpathError
 from sglang_fastpath.models.folder import read_config, routed_experts
 

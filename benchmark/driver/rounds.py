@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 from statistics import median
 
-from benchmark.schema import Key, Record
+from benchmark.driver.schema import Key, Record
 
 
 def merged_graph(flags: list[bool | None]) -> bool | None:

@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from benchmark.cycle_phases import PHASES, Cycle, cuda_calls, scheduler_thread
-from benchmark.trace_summary import GPU_CATS
+from benchmark.tools.cycle_phases import PHASES, Cycle, cuda_calls, scheduler_thread
+from benchmark.tools.trace_summary import GPU_CATS
 
 COLORS = dict(zip(PHASES, ("#bdbdbd", "#1f77b4", "#9edae5", "#d62728", "#ff7f0e", "#2ca02c", "#c7c7c7",
                            "#9467bd", "#e377c2", "#8c564b", "#f7f7f7")))

@@ -1,4 +1,4 @@
-"""One variant's process: ``python -m benchmark.worker --spec JOB.spec.json --out JOB.jsonl``.
+"""One variant's process (``python -m benchmark.worker --spec JOB.spec.json --out JOB.jsonl`` runs ``main``).
 
 The orchestrator puts the variant's site on PYTHONPATH (after ``python/``, which holds no SGLang); this checks that SGLang
 really came from there (a stray install would silently benchmark the wrong code),
@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchmark.plan import JobSpec
-from benchmark.sink import Sink
+from benchmark.core.spec import JobSpec
+from benchmark.worker.sink import Sink
 
 
 def versions() -> dict[str, Any]:
@@ -57,11 +57,11 @@ def main(argv: list[str] | None = None) -> None:
         sink.info("versions", found)
         check_site(spec.site, found["sglang_file"])
         if spec.kind == "micro":
-            from benchmark import micro
+            from benchmark.worker import micro
 
             code = micro.run_job(spec, sink, args.out)
         elif spec.kind == "e2e":
-            from benchmark import e2e
+            from benchmark.worker import e2e
 
             code = e2e.run_job(spec, sink, args.out)
         else:
@@ -73,6 +73,3 @@ def main(argv: list[str] | None = None) -> None:
     sys.stderr.flush()
     os._exit(code)  # engine and NCCL threads must not keep a finished job alive
 
-
-if __name__ == "__main__":  # required: SGLang and the TP ranks start processes with spawn
-    main()

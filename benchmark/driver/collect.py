@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from benchmark.errors import BenchError
-from benchmark.floor import ModelShape, floor_ms, step_bytes
-from benchmark.orchestrate import JobOutcome
-from benchmark.rounds import merge_rounds
-from benchmark.schema import STEP_MODES, Record, ResultSet
+from benchmark.core.errors import BenchError
+from benchmark.core.floor import ModelShape, floor_ms, step_bytes
+from benchmark.driver.orchestrate import JobOutcome
+from benchmark.driver.rounds import merge_rounds
+from benchmark.driver.schema import STEP_MODES, Record, ResultSet
 
 
 def records_of(outcome: JobOutcome) -> tuple[list[Record], list[dict[str, Any]]]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from benchmark.errors import BenchError
+from benchmark.core.errors import BenchError
 
 
 @dataclass(frozen=True)

@@ -12,14 +12,12 @@ Triton cache, scaled by ``calibration``.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any, Mapping
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
 
-from benchmark.errors import BenchError
+from benchmark.core.errors import BenchError
+from benchmark.core.spec import E2EPoints, MicroPoints
 
-BS = (1, 2, 4, 8, 16, 32, 64)
-KS = (2, 3, 4, 6, 8)
-TOPKS = (1, 4)
 BACKENDS = ("default", "triton", "flashinfer")  # "default": SGLang's own choice for the GPU
 KINDS = ("micro", "e2e")
 
@@ -61,58 +59,6 @@ class Parallel:
 PARALLEL = {p.name: p for p in (Parallel("tp1", 1), Parallel("tp2", 2), Parallel("tp2-pcie", 2, False, False),
                                 Parallel("tp4", 4), Parallel("tp4-pcie", 4, False, False),
                                 Parallel("tp8", 8), Parallel("tp8-pcie", 8, False, False))}
-
-
-@dataclass(frozen=True)
-class MicroPoints:
-    bs: tuple[int, ...] = BS
-    ks: tuple[int, ...] = KS
-    topks: tuple[int, ...] = TOPKS
-    ctx: int = 1024
-    iters: int = 20
-    warmup: int = 3
-    eager: bool = False  # also time every point with the graph runner removed
-    graph_max_bs: int | None = None  # capture decode/verify graphs only up to this bs
-    warmup_block: bool = True  # time the first batch size once more first, and discard it
-
-    @property
-    def runners(self) -> int:
-        return len(self.ks) * len(self.topks) + 1
-
-    @property
-    def points(self) -> int:
-        return len(self.bs) * self.runners * (2 if self.eager else 1)
-
-    def graph_bs(self) -> list[int]:
-        return [b for b in self.bs if self.graph_max_bs is None or b <= self.graph_max_bs]
-
-    def blocks(self) -> list[tuple[int, bool]]:
-        """(batch size, is warm-up) in the order a process measures them."""
-        return point_blocks(self.bs, self.warmup_block)
-
-
-def point_blocks(bs: tuple[int, ...] | list[int], warmup_block: bool) -> list[tuple[int, bool]]:
-    """A micro process's blocks: a discarded warm-up block at the first batch size, then every batch size.
-
-    The warm-up block runs every runner (graph and eager) exactly like the first timed
-    block, so first-call costs (Triton JIT, allocator growth, clocks ramping up) land in
-    records the collector drops instead of in the first timed point.
-    """
-    return ([(bs[0], True)] if warmup_block and bs else []) + [(b, False) for b in bs]
-
-
-@dataclass(frozen=True)
-class E2EPoints:
-    bs: tuple[int, ...] = BS
-    prompt_len: int = 128
-    output_len: int = 256
-    acc_len: float = 3.0  # SGLANG_SIMULATE_ACC_LEN for the spec-on engine; 0: the draft's real acceptance
-    steps: int = 3
-    topk: int = 1
-    draft_tokens: int = 4
-    profile_steps: int = 0  # > 0: after the timed runs, a torch-profiler trace of this many steps per bs
-    runs: int = 1  # timed generate calls per batch size and engine; the median is reported
-    pysample_runs: int = 0  # > 0: after the timed runs, this many more per bs with the scheduler sampled
 
 
 @dataclass(frozen=True)
@@ -200,7 +146,7 @@ class Job:
         return s * self.calibration
 
     def spec(self) -> dict[str, Any]:
-        """What the worker process reads (``benchmark.worker --spec``), as JSON; ``JobSpec.from_spec`` reads it."""
+        """What the worker process reads (``benchmark.worker --spec``), as JSON; ``core.spec.JobSpec.from_spec`` reads it."""
         return {
             "kind": self.kind, "job": self.name, "variant": self.variant.name, "site": self.variant.site,
             "config": self.parallel.name, "tp": self.parallel.tp, "backend": self.backend,
@@ -208,52 +154,6 @@ class Job:
             "micro": asdict(self.micro) if self.micro else None, "e2e": asdict(self.e2e) if self.e2e else None,
             "round": self.round, "rounds": self.rounds, "variant_env": dict(self.variant.env),
         }
-
-
-@dataclass(frozen=True)
-class JobSpec:
-    """One job as its worker process sees it: ``Job.spec()`` read back, typed.
-
-    A missing field takes the default defined here or in ``MicroPoints`` / ``E2EPoints``
-    (defined once); an unknown one is an error, so a typo in a spec cannot pass silently.
-    """
-
-    kind: str
-    models: str
-    backend: str = "triton"
-    site: str = ""
-    tp: int = 1
-    job: str = ""
-    variant: str = ""
-    config: str = ""
-    server_args: Mapping[str, Any] = field(default_factory=dict)
-    micro: MicroPoints | None = None
-    e2e: E2EPoints | None = None
-    round: int = 1
-    rounds: int = 1
-    variant_env: Mapping[str, str] = field(default_factory=dict)
-
-    @classmethod
-    def from_spec(cls, data: Mapping[str, Any]) -> JobSpec:
-        _check_fields(cls, data, "job spec")
-        return cls(**{**data, "micro": _points(MicroPoints, data.get("micro")),
-                      "e2e": _points(E2EPoints, data.get("e2e")),
-                      "server_args": dict(data.get("server_args") or {}),
-                      "variant_env": dict(data.get("variant_env") or {})})
-
-
-def _check_fields(cls: type, data: Mapping[str, Any], what: str) -> None:
-    unknown = sorted(set(data) - {f.name for f in fields(cls)})
-    if unknown:
-        raise BenchError(f"{what}: unknown field(s) {', '.join(unknown)}")
-
-
-def _points(cls: type, data: Mapping[str, Any] | None) -> Any:
-    """``MicroPoints`` or ``E2EPoints`` from JSON (lists become the tuples the fields hold)."""
-    if data is None:
-        return None
-    _check_fields(cls, data, cls.__name__)
-    return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
 
 
 # (kind, parallel, backend) in priority order: what runs first when the budget is short.

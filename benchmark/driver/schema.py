@@ -19,7 +19,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from benchmark.errors import BenchError
+from benchmark.core.errors import BenchError
 
 SCHEMA = "sglang-fastpath-bench/2"
 READABLE = ("sglang-fastpath-bench/1", SCHEMA)  # /1: one round per figure, no spread fields

@@ -29,8 +29,8 @@ from sglang.srt.speculative.eagle_info import EagleVerifyInput
 from sglang.srt.speculative.eagle_utils import eagle_prepare_for_verify
 from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
 
-from benchmark.tokens import token_ids
-from benchmark.tree import draft_tree
+from benchmark.worker.tokens import token_ids
+from benchmark.worker.tree import draft_tree
 
 
 @dataclass

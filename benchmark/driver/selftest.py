@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from benchmark.plan import Plan
-from benchmark.schema import STEP_MODES, ResultSet
+from benchmark.driver.plan import Plan
+from benchmark.driver.schema import STEP_MODES, ResultSet
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from benchmark.compare import THRESHOLD, Move, judge
-from benchmark.schema import Record, ResultSet
+from benchmark.driver.compare import THRESHOLD, Move, judge
+from benchmark.driver.schema import Record, ResultSet
 
 SHOWN = ("latency_ms", "tokens_per_s", "accept_len")
 VERDICTS = {"REGRESSION": "WORSE", "better": "better", "noise": "noise", "moved": "moved"}

@@ -17,9 +17,9 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
-from benchmark.envinfo import env_snapshot, git_state, gpu_slug, host_info, site_version
-from benchmark.orchestrate import JobOutcome
-from benchmark.plan import Variant
+from benchmark.driver.envinfo import env_snapshot, git_state, gpu_slug, host_info, site_version
+from benchmark.driver.orchestrate import JobOutcome
+from benchmark.driver.plan import Variant
 
 
 def results_dir(root: Path, gpus: list[dict[str, str]], name: str, now: float | None = None) -> Path:

@@ -94,7 +94,7 @@ def delta_rows(delta: dict[Key, int], tokens: int, per: str = "per_token") -> li
 def profile_run(engine: Any, run: Callable[[], Any], folder: Path, steps: int,
                 wait_s: float = 60.0) -> dict[str, Any]:
     """Trace ``steps`` scheduler steps of ``run()`` into ``folder``; the traces' summary."""
-    from benchmark import trace_summary
+    from benchmark.tools import trace_summary
 
     folder.mkdir(parents=True, exist_ok=True)
     engine.start_profile(output_dir=str(folder), num_steps=steps, activities=["CPU", "GPU"],

@@ -21,12 +21,12 @@ from typing import Any
 
 from sglang.benchmark import one_batch as ob
 
-from benchmark import engine_probes
-from benchmark.plan import JobSpec, MicroPoints
-from benchmark.runner_states import RunnerState, build_states, steps_for
-from benchmark.sink import Sink
-from benchmark.step_inputs import DecodeStep, VerifyStep, prefill
-from benchmark.timing import time_step
+from benchmark.core.spec import JobSpec, MicroPoints
+from benchmark.worker import engine_probes
+from benchmark.worker.runner_states import RunnerState, build_states, steps_for
+from benchmark.worker.sink import Sink
+from benchmark.worker.step_inputs import DecodeStep, VerifyStep, prefill
+from benchmark.worker.timing import time_step
 from sglang_fastpath.models.folder import ModelsFolder
 
 SEED = 1234
