@@ -26,10 +26,10 @@ from typing import Any
 import pytest
 import torch
 
-from benchmark import e2e, engine_probes
-from benchmark.plan import JobSpec
-from benchmark.schema import METRICS, Direction
-from benchmark.sink import Sink
+from benchmark.worker import e2e, engine_probes
+from benchmark.core.spec import JobSpec
+from benchmark.driver.schema import METRICS, Direction
+from benchmark.worker.sink import Sink
 from sglang_trees import SHOWS_THE_BUG, TreeImporter, load_defs, source, trees  # noqa: F401 (trees: a fixture)
 from test_graph_fallback import load_fallback_module
 
