@@ -76,6 +76,9 @@ def check_sampling(sp: Any, misbehave: str | None) -> dict[str, Any]:
         raise BadRequest(f"top_p must be in (0, 1], got {sp['top_p']}")
     if sp.get("temperature", 0.0) < 0:
         raise BadRequest(f"temperature must be non-negative, got {sp['temperature']}")
+    top_k = sp.get("top_k", -1)
+    if top_k != -1 and top_k < 1:
+        raise BadRequest(f"top_k must be -1 (disable) or at least 1, got {top_k}")
     for tid in sp.get("stop_token_ids") or []:
         if not 0 <= tid < VOCAB:
             raise BadRequest(f"stop_token_ids has out-of-vocabulary id {tid}")
@@ -117,6 +120,10 @@ def tokens_for(prompt: list[int], count: int, temperature: float, state: State) 
 
 def parse_generate(body: dict[str, Any], state: State) -> tuple[list[int], dict[str, Any]]:
     sp = check_sampling(body.get("sampling_params") or {}, state.misbehave)
+    for flag, option in (("return_hidden_states", "--enable-return-hidden-states"),
+                         ("custom_logit_processor", "--enable-custom-logit-processor")):
+        if body.get(flag):
+            raise BadRequest(f"{flag} is not enabled on this server ({option})")
     if body.get("lora_path"):
         raise BadRequest("LoRA is not enabled on this server")
     check_top_logprobs(body.get("top_logprobs_num"))

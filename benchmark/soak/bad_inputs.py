@@ -43,7 +43,7 @@ def _j(payload: Any) -> bytes:
 
 
 def bad_inputs(vocab_size: int, context_len: int, model: str) -> list[BadInput]:
-    """The catalogue, for a server with this vocabulary and context length (45 cases)."""
+    """The catalogue, for a server with this vocabulary and context length (58 cases)."""
     oov, long_ids = vocab_size + 10, [1] * (context_len + 8)
     gen = "/generate"
     cmp = "/v1/completions"
@@ -111,6 +111,27 @@ def bad_inputs(vocab_size: int, context_len: int, model: str) -> list[BadInput]:
         g("sampling_seed_negative", {"max_new_tokens": 2, "sampling_seed": -1}, must=False),
         g("unknown_lora", {"max_new_tokens": 2}, mentions=("lora",), lora_path="no-such-adapter"),
         ch("bad_role", mentions=("role",), messages=[{"role": "wizard", "content": "Hello"}]),
+        # SamplingParams.verify's ranges
+        g("top_k_zero", {"max_new_tokens": 2, "top_k": 0}, mentions=("top_k",)),
+        g("min_p_above_1", {"max_new_tokens": 2, "min_p": 1.5}, mentions=("min_p",)),
+        g("frequency_penalty_out_of_range", {"max_new_tokens": 2, "frequency_penalty": 5.0},
+          mentions=("frequency_penalty",)),  # fmt: skip
+        g("repetition_penalty_zero", {"max_new_tokens": 2, "repetition_penalty": 0.0},
+          mentions=("repetition_penalty",)),  # fmt: skip
+        # features the server was not started with
+        g("return_hidden_states_not_enabled", {"max_new_tokens": 2}, mentions=("hidden",),
+          return_hidden_states=True),  # fmt: skip
+        g("custom_logit_processor_not_enabled", {"max_new_tokens": 2}, mentions=("logit",),
+          custom_logit_processor="not-a-processor"),  # fmt: skip
+        g("regex_without_grammar_backend", {"max_new_tokens": 2, "regex": "a+"}, must=False),
+        g("invalid_regex", {"max_new_tokens": 2, "regex": "(unclosed"}, must=False),
+        g("image_data_on_text_model", {"max_new_tokens": 2}, must=False, image_data="data:image/png;base64,AAAA"),
+        g("unknown_session", {"max_new_tokens": 2}, must=False, session_params={"id": "no-such-session"}),
+        # sizes that cost the server for everyone if it takes them
+        g("n_4096", {"max_new_tokens": 1, "n": 4096}, must=False),
+        g("stop_strings_10000", {"max_new_tokens": 4, "stop": ["x" * 64] * 10000}, must=False),
+        ch("tool_choice_unknown_function", must=False, max_tokens=2,
+           tool_choice={"type": "function", "function": {"name": "no_such_tool"}}),  # fmt: skip
         BadInput("generate_text_plain", gen, b"Hello", content_type="text/plain"),
     ]
 
