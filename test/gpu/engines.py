@@ -37,6 +37,8 @@ class Case:
     tp: int = 1
     extra: tuple[tuple[str, object], ...] = ()
     env: tuple[tuple[str, str], ...] = ()
+    prompts: tuple[str, ...] = tuple(PROMPTS)
+    sampling: tuple[tuple[str, object], ...] = tuple(SAMPLING.items())
 
     def engine_kwargs(self) -> dict:
         kw = dict(
@@ -57,7 +59,8 @@ _CACHE: dict[str, dict] = {}
 
 def run_case(case: Case, workdir: Path, timeout_s: float = 420) -> dict:
     """The JSON record of ``case`` (run once per session); raises with the engine's error."""
-    spec = {"engine": case.engine_kwargs(), "prompts": PROMPTS, "sampling": SAMPLING, "env": dict(case.env)}
+    spec = {"engine": case.engine_kwargs(), "prompts": list(case.prompts), "sampling": dict(case.sampling),
+            "env": dict(case.env)}
     key = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
     if key in _CACHE:
         return _CACHE[key]
