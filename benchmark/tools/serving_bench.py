@@ -1,0 +1,178 @@
+"""SGLang's own serving benchmark against the real server, with and without EAGLE-3 (GPU host).
+
+    python -m benchmark.tools.serving_bench --models DIR --out DIR [--concurrency 1,8,32]
+        [--input-len 128] [--output-len 256] [--acc-len 3] [--seed 1] [-- EXTRA SERVER ARGS]
+
+For each mode (no speculation, then EAGLE-3 with K 4, topk 1) it starts
+``python -m sglang.launch_server`` from whatever SGLang is first on ``PYTHONPATH`` (the soak's
+``LaunchedServer``: loopback, its own process group, a log file), then at each concurrency runs
+``python -m sglang.benchmark.serving --backend sglang --dataset-name random-ids`` (random token
+ids drawn from ``--seed``: no download, the same prompts for both modes) with
+``4 x concurrency`` prompts (at least 16) and ``--random-range-ratio 1`` (every prompt and output
+exactly the given lengths). ``--acc-len`` sets ``SGLANG_SIMULATE_ACC_LEN`` for the EAGLE-3 server
+(0: the draft's real acceptance). Writes ``serving.json`` (one record per mode and concurrency:
+output tok/s, request throughput, median and p99 TTFT/ITL, accept length when the benchmark
+reports one), the benchmark's JSONL and both server logs, and prints a table last. Issue 11 asks
+for this figure beside the offline Engine's (``benchmark/run.py --kinds e2e``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from benchmark.soak.server import LaunchedServer
+from sglang_fastpath.models.folder import ModelsFolder
+
+SPEC_ARGS = ["--speculative-algorithm", "EAGLE3", "--speculative-num-steps", "3", "--speculative-eagle-topk", "1",
+             "--speculative-num-draft-tokens", "4"]
+BASE_ARGS = ["--attention-backend", "triton", "--sampling-backend", "pytorch", "--grammar-backend", "none"]
+
+
+@dataclass(frozen=True)
+class Point:
+    mode: str  # "nospec" or "eagle3"
+    concurrency: int
+    prompts: int
+    output_tokens_per_s: float | None
+    request_throughput: float | None
+    median_ttft_ms: float | None
+    p99_ttft_ms: float | None
+    median_itl_ms: float | None
+    p99_itl_ms: float | None
+    accept_length: float | None
+    error: str | None = None
+
+
+def prompts_for(concurrency: int) -> int:
+    return max(16, 4 * concurrency)
+
+
+def bench_command(port: int, model: str, concurrency: int, input_len: int, output_len: int, seed: int,
+                  out_file: Path) -> list[str]:
+    return [sys.executable, "-m", "sglang.benchmark.serving", "--backend", "sglang", "--host", "127.0.0.1",
+            "--port", str(port), "--model", model, "--tokenizer", model, "--dataset-name", "random-ids",
+            "--random-input-len", str(input_len), "--random-output-len", str(output_len),
+            "--random-range-ratio", "1", "--num-prompts", str(prompts_for(concurrency)),
+            "--max-concurrency", str(concurrency), "--seed", str(seed), "--disable-tqdm",
+            "--output-file", str(out_file)]
+
+
+def _get(row: dict, *names: str) -> float | None:
+    for name in names:
+        if row.get(name) is not None:
+            return float(row[name])
+    return None
+
+
+def read_point(mode: str, concurrency: int, out_file: Path) -> Point:
+    """The last JSON line the benchmark appended to ``out_file`` (one line per run)."""
+    lines = [line for line in out_file.read_text().splitlines() if line.strip()] if out_file.is_file() else []
+    if not lines:
+        return Point(mode, concurrency, prompts_for(concurrency), *([None] * 7), error="no result line")
+    row = json.loads(lines[-1])
+    return Point(mode, concurrency, int(row.get("completed", prompts_for(concurrency))),
+                 _get(row, "output_throughput"), _get(row, "request_throughput"), _get(row, "median_ttft_ms"),
+                 _get(row, "p99_ttft_ms"), _get(row, "median_itl_ms"), _get(row, "p99_itl_ms"),
+                 _get(row, "accept_length", "avg_accept_length"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_mode(mode: str, args: argparse.Namespace, out: Path) -> list[Point]:
+    pair = ModelsFolder(Path(args.models))
+    launch = ["--model-path", str(pair.target), *BASE_ARGS, *args.server_args]
+    env_acc = None
+    if mode == "eagle3":
+        launch += ["--speculative-draft-model-path", str(pair.draft), *SPEC_ARGS]
+        env_acc = str(args.acc_len) if args.acc_len else None
+    port = free_port()
+    saved = os.environ.get("SGLANG_SIMULATE_ACC_LEN")
+    if env_acc is not None:
+        os.environ["SGLANG_SIMULATE_ACC_LEN"] = env_acc
+    server = LaunchedServer(launch, port, out / f"server-{mode}.log")
+    points = []
+    try:
+        server.start(args.start_timeout_s)
+        for concurrency in args.concurrency:
+            out_file = out / f"serving-{mode}-c{concurrency}.jsonl"
+            cmd = bench_command(port, str(pair.target), concurrency, args.input_len, args.output_len, args.seed,
+                                out_file)
+            with open(out / f"bench-{mode}-c{concurrency}.log", "w") as log:
+                done = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, timeout=args.point_timeout_s)
+            point = read_point(mode, concurrency, out_file)
+            if done.returncode != 0 and point.error is None:
+                point = Point(**{**asdict(point), "error": f"benchmark exited {done.returncode}"})
+            points.append(point)
+    except Exception as exc:  # noqa: BLE001 - record the failure, keep what was measured
+        points.append(Point(mode, -1, 0, *([None] * 7), error=f"{type(exc).__name__}: {exc}"[:300]))
+    finally:
+        server.stop()
+        if env_acc is not None:
+            if saved is None:
+                os.environ.pop("SGLANG_SIMULATE_ACC_LEN", None)
+            else:
+                os.environ["SGLANG_SIMULATE_ACC_LEN"] = saved
+    return points
+
+
+def table(points: list[Point]) -> str:
+    by = {(p.mode, p.concurrency): p for p in points}
+    rows = ["| concurrency | no spec tok/s | EAGLE-3 tok/s | ratio | EAGLE-3 accept | ITL p50 ms no spec / EAGLE-3 |",
+            "|---|---|---|---|---|---|"]
+    for c in sorted({p.concurrency for p in points if p.concurrency > 0}):
+        a, b = by.get(("nospec", c)), by.get(("eagle3", c))
+        ta = a.output_tokens_per_s if a else None
+        tb = b.output_tokens_per_s if b else None
+        ratio = f"{tb / ta:.2f}" if ta and tb else "-"
+        fmt = lambda v: "-" if v is None else f"{v:.1f}"  # noqa: E731
+        rows.append(f"| {c} | {fmt(ta)} | {fmt(tb)} | {ratio} | {fmt(b.accept_length if b else None)} | "
+                    f"{fmt(a.median_itl_ms if a else None)} / {fmt(b.median_itl_ms if b else None)} |")
+    return "\n".join(rows)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    ints = lambda s: [int(v) for v in s.split(",") if v]  # noqa: E731
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--models", required=True, help="folder with target/ and draft/ (sglang-fastpath models)")
+    p.add_argument("--out", required=True)
+    p.add_argument("--concurrency", type=ints, default=[1, 8, 32])
+    p.add_argument("--input-len", type=int, default=128)
+    p.add_argument("--output-len", type=int, default=256)
+    p.add_argument("--acc-len", type=float, default=3.0, help="SGLANG_SIMULATE_ACC_LEN for EAGLE-3 (0: real)")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--start-timeout-s", type=float, default=300.0)
+    p.add_argument("--point-timeout-s", type=float, default=300.0)
+    p.add_argument("server_args", nargs="*", help="more launch_server arguments (after --)")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.time()
+    points = run_mode("nospec", args, out) + run_mode("eagle3", args, out)
+    doc = {"schema": "sglang-fastpath-serving/1", "args": vars(args), "seconds": round(time.time() - t0, 1),
+           "records": [asdict(p) for p in points]}
+    (out / "serving.json").write_text(json.dumps(doc, indent=1))
+    for p in points:
+        if p.error:
+            print(f"{p.mode} c{p.concurrency}: {p.error}", file=sys.stderr)
+    print(table(points))
+    return 1 if any(p.error for p in points) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
