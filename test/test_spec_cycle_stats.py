@@ -3,15 +3,16 @@
 The last tests check the benchmark harness's side: the e2e job records ``verify_graph_hit`` and
 ``cycle_ms`` per spec-on batch size from the ``spec_cycle`` snapshots around its timed runs.
 
-Runs the patched 0.5.17 tree's ``spec_cycle_stats`` on CPU with stand-in timing events whose GPU
-progress the test controls: a cycle is read only once its last event has completed, and nothing
-ever waits. The EAGLE worker's ``forward_batch_generation`` and the scheduler's
-``get_internal_state`` run with stand-ins around them; on the pristine tree the worker records no
-cycle (xfail strict), so the integration test can fail.
+Runs ``spec_cycle_stats`` of each patched tree (0.5.17, and the upstream port on 0.5.23) on CPU
+with stand-in timing events whose GPU progress the test controls: a cycle is read only once its
+last event has completed, and nothing ever waits. The EAGLE worker's ``forward_batch_generation``
+and the scheduler's ``get_internal_state`` run with stand-ins around them; on each pristine tree
+the worker records no cycle (xfail strict), so the integration test can fail.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import json
 import logging
@@ -25,19 +26,22 @@ from typing import Any
 
 import pytest
 import torch
+from sglang_trees import PATCHED, PATCHED_AND_PRISTINE, TreeImporter, load_defs, source
+from sglang_trees import trees  # noqa: F401 (a fixture)
+from test_graph_fallback import load_fallback_module
 
-from benchmark.worker import e2e, engine_probes
 from benchmark.core.spec import JobSpec
 from benchmark.driver.schema import METRICS, Direction
+from benchmark.worker import e2e, engine_probes
 from benchmark.worker.sink import Sink
-from sglang_trees import SHOWS_THE_BUG, TreeImporter, load_defs, source, trees  # noqa: F401 (trees: a fixture)
-from test_graph_fallback import load_fallback_module
 
 STATS = "sglang.srt.speculative.spec_cycle_stats"
 WORKER = "sglang.srt.speculative.eagle_worker_v2"
 SCHEDULER = "sglang.srt.managers.scheduler"
-PATCHED_ONLY = ["patched"]  # no 0.5.23 port yet
-WITH_PRISTINE = ["patched", pytest.param("pristine", marks=SHOWS_THE_BUG)]
+INTERNAL_STATE = "sglang.srt.managers.scheduler_components.internal_state"  # 0.5.23's /server_info
+# The patched tree whose spec_cycle_stats and graph_fallback a (pristine) tree's worker runs with.
+PATCHED_TWIN = {"patched": "patched", "pristine": "patched", "upstream": "upstream",
+                "upstream_pristine": "upstream"}
 
 
 class FakeGpu:
@@ -116,7 +120,7 @@ def run_cycle(stats, gpu: FakeGpu, ms=(1.0, 2.0, 0.5), k: int = 4, eager=(), fal
     return cycle
 
 
-@pytest.mark.parametrize("tree_name", PATCHED_ONLY)
+@pytest.mark.parametrize("tree_name", PATCHED)
 def test_cycles_are_read_only_after_their_last_event_completed(trees, tree_name: str) -> None:
     gpu = FakeGpu()
     stats = configured(trees.get(tree_name), gpu)
@@ -136,7 +140,7 @@ def test_cycles_are_read_only_after_their_last_event_completed(trees, tree_name:
     assert gpu.created == 3 * 4 - 4  # cycle 3 reused cycle 1's events
 
 
-@pytest.mark.parametrize("tree_name", PATCHED_ONLY)
+@pytest.mark.parametrize("tree_name", PATCHED)
 def test_a_full_ring_drops_the_oldest_cycle_unread(trees, tree_name: str) -> None:
     gpu = FakeGpu()
     stats = configured(trees.get(tree_name), gpu)
@@ -147,7 +151,7 @@ def test_a_full_ring_drops_the_oldest_cycle_unread(trees, tree_name: str) -> Non
     assert (snap["cycles"], snap["timed"], snap["dropped"]) == (stats.RING_SIZE + 2, stats.RING_SIZE, 2)
 
 
-@pytest.mark.parametrize("tree_name", PATCHED_ONLY)
+@pytest.mark.parametrize("tree_name", PATCHED)
 def test_means_medians_graph_hits_and_k(trees, tree_name: str) -> None:
     gpu, fallbacks = FakeGpu(), Fallbacks()
     stats = configured(trees.get(tree_name), gpu, fallbacks.total)
@@ -167,7 +171,7 @@ def test_means_medians_graph_hits_and_k(trees, tree_name: str) -> None:
     json.dumps(snap)  # /server_info is JSON
 
 
-@pytest.mark.parametrize("tree_name", PATCHED_ONLY)
+@pytest.mark.parametrize("tree_name", PATCHED)
 def test_accept_length_counts_the_bonus_token(trees, tree_name: str) -> None:
     stats = configured(trees.get(tree_name), FakeGpu())
     stats.note_accept([3, 3, 1])
@@ -176,7 +180,7 @@ def test_accept_length_counts_the_bonus_token(trees, tree_name: str) -> None:
     assert stats.snapshot()["accept_length"] == {"mean": 3.25, "reqs": 4, "tokens": 13}
 
 
-@pytest.mark.parametrize("tree_name", PATCHED_ONLY)
+@pytest.mark.parametrize("tree_name", PATCHED)
 def test_log_line_covers_the_last_interval_on_rank_zero(trees, caplog, tree_name: str) -> None:
     gpu, fallbacks = FakeGpu(), Fallbacks()
     stats = configured(trees.get(tree_name), gpu, fallbacks.total, log_interval=10.0)
@@ -205,7 +209,7 @@ def test_log_line_covers_the_last_interval_on_rank_zero(trees, caplog, tree_name
     assert not [r for r in caplog.records if r.name == "fastpath_spec_cycle_stats"]
 
 
-@pytest.mark.parametrize("tree_name", PATCHED_ONLY)
+@pytest.mark.parametrize("tree_name", PATCHED)
 def test_prometheus_metric_names_and_labels(trees, tree_name: str) -> None:
     prometheus_client = pytest.importorskip("prometheus_client")
     gpu, fallbacks = FakeGpu(), Fallbacks()
@@ -235,12 +239,16 @@ def test_prometheus_metric_names_and_labels(trees, tree_name: str) -> None:
 
 
 def worker_defs(tree: Path, stats: types.ModuleType | None) -> dict[str, Any]:
+    """The worker's two methods, with stand-ins for the names either release's code reads."""
     extra = {
         "CaptureHiddenMode": SimpleNamespace(NULL=0, LAST=1, FULL=2),
         "EagleDraftInput": None, "get_draft_recurrent_hidden_state_spec": None,
         "envs": SimpleNamespace(SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND=SimpleNamespace(get=lambda: False)),
         "spec_stage_span": lambda name: nullcontext(),
         "speculative_moe_backend_context": nullcontext, "speculative_moe_a2a_backend_context": nullcontext,
+        # 0.5.23: a module-level TP context, PP (one stage here), DP prefill coordination (unused)
+        "draft_tp_context": lambda layout: nullcontext(), "get_parallel": lambda: SimpleNamespace(pp_size=1),
+        "DPSpecPrefillCoordinationPlan": None, "ForwardMode": None,
     }
     if stats is not None:
         extra["spec_cycle_stats"] = stats
@@ -257,33 +265,35 @@ class FakeWorker:
         self.activate_step_by_batch = lambda bs: None
         self.draft_worker = SimpleNamespace(
             draft_tp_context=lambda group: nullcontext(), draft_runner=SimpleNamespace(tp_group=None),
-            draft=self.draft, _draft_extend_for_decode=self.draft_extend)
+            parallel_layout=None, draft=self.draft, _draft_extend_for_decode=self.draft_extend)
 
     def draft(self, batch):
         self.gpu.run(1.0)
-        return SimpleNamespace(is_verify_input=lambda: True)
+        return SimpleNamespace(is_verify_input=lambda: True, kv_loc_plan=None)
 
-    def verify(self, batch, grammar_barrier=None):
+    def verify(self, batch, grammar_barrier=None, pp_proxy_tensors=None):
         self.step += 1
         self.gpu.run(2.0)
         if self.step in self.eager_verify_on:
             self.gf.note("target", "target_verify", "batch_size_above_max", 4, "bs 64, captured max 48")
         return SimpleNamespace(new_seq_lens=None, speculative_num_draft_tokens=4)
 
-    def draft_extend(self, batch, batch_output):
+    def draft_extend(self, batch, batch_output, kv_loc_plan=None):
         self.gpu.run(0.5)
 
 
 def decode_batch(idle: bool = False) -> SimpleNamespace:
     mode = SimpleNamespace(is_extend=lambda: False, is_idle=lambda: idle)
-    return SimpleNamespace(forward_mode=mode, is_extend_in_batch=False, seq_lens=torch.zeros(2), spec_info=object())
+    return SimpleNamespace(forward_mode=mode, is_extend_in_batch=False, seq_lens=torch.zeros(2),
+                           spec_info=SimpleNamespace(is_verify_input=lambda: False))
 
 
-@pytest.mark.parametrize("tree_name", WITH_PRISTINE)
+@pytest.mark.parametrize("tree_name", PATCHED_AND_PRISTINE)
 def test_the_eagle_worker_times_its_cycles(trees, tree_name: str) -> None:
     gpu = FakeGpu()
-    gf = load_fallback_module(trees.patched)
-    stats = configured(trees.patched, gpu, gf.total)
+    twin = trees.get(PATCHED_TWIN[tree_name])
+    gf = load_fallback_module(twin)
+    stats = configured(twin, gpu, gf.total)
     defs = worker_defs(trees.get(tree_name), stats)
     forward = defs["EAGLEWorkerV2.forward_batch_generation"]
     worker = FakeWorker(gpu, gf, eager_verify_on={2})
@@ -300,11 +310,11 @@ def test_the_eagle_worker_times_its_cycles(trees, tree_name: str) -> None:
     assert snap["accept_length"]["mean"] == 4.0
 
 
-@pytest.mark.parametrize("tree_name", PATCHED_ONLY)
+@pytest.mark.parametrize("tree_name", PATCHED)
 def test_with_the_knob_off_nothing_is_recorded(trees, tree_name: str) -> None:
     gpu = FakeGpu()
-    gf = load_fallback_module(trees.patched)
-    stats = load_stats(trees.patched)
+    gf = load_fallback_module(trees.get(tree_name))
+    stats = load_stats(trees.get(tree_name))
     stats.configure(enabled=False, fallback_total=gf.total, event_factory=gpu.event)
     assert stats.ENABLED is False
     defs = worker_defs(trees.get(tree_name), stats)
@@ -317,7 +327,52 @@ def test_with_the_knob_off_nothing_is_recorded(trees, tree_name: str) -> None:
     assert (snap["cycles"], snap["timed"], snap["accept_length"]["reqs"]) == (0, 0, 0)
 
 
-@pytest.mark.parametrize("tree_name", PATCHED_ONLY)
+STANDALONE = "sglang.srt.speculative.standalone_worker_v2"
+
+
+def test_the_standalone_worker_turns_the_stats_on_too(trees, monkeypatch) -> None:
+    """0.5.23: StandaloneWorkerV2.__init__ skips EAGLEWorkerV2's, so it must configure the stats itself."""
+    tree = trees.upstream
+    calls: list[dict[str, Any]] = []
+    monkeypatch.setenv("SGLANG_SPEC_CYCLE_STATS", "1")
+    monkeypatch.setenv("SGLANG_SPEC_CYCLE_STATS_INTERVAL", "5")
+    gf = load_fallback_module(tree)
+    init = load_defs(source(tree, WORKER), ["EAGLEWorkerV2._init_spec_cycle_stats"], extra={
+        "envs": TreeImporter.module(tree, "sglang.srt.environ").envs, "graph_fallback": gf,
+        "get_parallel": lambda: SimpleNamespace(tp_rank=3),
+        "get_observability": lambda: SimpleNamespace(enable_metrics=True),
+        "spec_cycle_stats": SimpleNamespace(configure=lambda **kw: calls.append(kw)),
+    })["EAGLEWorkerV2._init_spec_cycle_stats"]
+    spec = SimpleNamespace(speculative_eagle_topk=1, speculative_num_steps=3, speculative_num_draft_tokens=4,
+                           speculative_algorithm="STANDALONE")
+    standalone_init = load_defs(source(tree, STANDALONE), ["StandaloneWorkerV2.__init__"], extra={
+        "BaseSpecWorker": SimpleNamespace(__init__=lambda self: None),
+        "get_spec": lambda: spec, "get_device": lambda: SimpleNamespace(device="cpu"),
+        "get_schedule": lambda: SimpleNamespace(page_size=1),
+        "SpeculativeAlgorithm": SimpleNamespace(from_string=lambda name: name),
+        "StandaloneDraftWorker": lambda *args: SimpleNamespace(),
+        "get_plan_stream": lambda device: (None, nullcontext()),
+    })["StandaloneWorkerV2.__init__"]
+    worker = SimpleNamespace(_validate_vocab_compatibility=lambda **kw: None)
+    worker._init_spec_cycle_stats = types.MethodType(init, worker)
+    target = SimpleNamespace(model_runner=SimpleNamespace(model_config=SimpleNamespace(vocab_size=8)), tokenizer=None)
+    standalone_init(worker, SimpleNamespace(), 0, 0, target)
+    assert calls == [{"enabled": True, "log_interval": 5.0, "tp_rank": 3, "export_prometheus": True,
+                      "device": "cpu", "fallback_total": gf.total}]
+    # EAGLEWorkerV2.__init__ (super() and a real draft worker: not run here) makes the same call.
+    assert "_init_spec_cycle_stats" in calls_in(source(tree, WORKER), "EAGLEWorkerV2", "__init__")
+
+
+def calls_in(path: Path, cls: str, method: str) -> set[str]:
+    """Names of the ``self.<name>(...)`` calls in one method of a source file."""
+    module = ast.parse(path.read_text())
+    body = next(f for c in module.body if isinstance(c, ast.ClassDef) and c.name == cls
+                for f in c.body if isinstance(f, ast.FunctionDef) and f.name == method)
+    return {n.func.attr for n in ast.walk(body) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+            and isinstance(n.func.value, ast.Name) and n.func.value.id == "self"}
+
+
+@pytest.mark.parametrize("tree_name", PATCHED)
 def test_knobs_default_off_in_environ(trees, tree_name: str, monkeypatch) -> None:
     envs = TreeImporter.module(trees.get(tree_name), "sglang.srt.environ").envs
     assert envs.SGLANG_SPEC_CYCLE_STATS.get() is False
@@ -329,6 +384,9 @@ def test_knobs_default_off_in_environ(trees, tree_name: str, monkeypatch) -> Non
 
 
 def internal_state(tree: Path, stats: types.ModuleType) -> dict[str, Any]:
+    """What /server_info reports for a spec-on scheduler: 0.5.17's method, 0.5.23's controller."""
+    if source(tree, INTERNAL_STATE).exists():
+        return controller_internal_state(tree, stats)
     gf = load_fallback_module(tree)
     extra = {
         "get_context": lambda: SimpleNamespace(resolved_server_args_dict=dict),
@@ -351,7 +409,37 @@ def internal_state(tree: Path, stats: types.ModuleType) -> dict[str, Any]:
     return get(scheduler, None)
 
 
-@pytest.mark.parametrize("tree_name", PATCHED_ONLY)
+class Contributors:
+    """0.5.23's SchedulerInternalStateController with every contributor but the loaded ones a no-op."""
+
+    def __init__(self, scheduler: SimpleNamespace, **methods: Callable) -> None:
+        self.scheduler, self._methods = scheduler, methods
+
+    def __getattr__(self, name: str) -> Callable:
+        if name in self._methods:
+            return types.MethodType(self._methods[name], self)
+        if name.startswith("_add_"):
+            return lambda state: None
+        raise AttributeError(name)
+
+
+def controller_internal_state(tree: Path, stats: types.ModuleType) -> dict[str, Any]:
+    names = ["get_internal_state", "_add_speculative", "_average_accept_length"]
+    extra = {
+        "get_context": lambda: SimpleNamespace(resolved_server_args_dict=dict),
+        "GetInternalStateReqOutput": lambda internal_state: internal_state,
+        "msgspec_to_builtins": lambda d: json.loads(json.dumps(d)), "spec_cycle_stats": stats,
+    }
+    defs = load_defs(source(tree, INTERNAL_STATE), [f"SchedulerInternalStateController.{n}" for n in names],
+                     extra=extra)
+    scheduler = SimpleNamespace(
+        metrics_reporter=SimpleNamespace(spec_total_num_forward_ct=0),
+        spec_algorithm=SimpleNamespace(is_none=lambda: False, is_dspark=lambda: False), draft_worker=None)
+    controller = Contributors(scheduler, **{n: defs[f"SchedulerInternalStateController.{n}"] for n in names})
+    return controller.get_internal_state(None)
+
+
+@pytest.mark.parametrize("tree_name", PATCHED)
 def test_server_info_has_spec_cycle_only_when_on(trees, tree_name: str) -> None:
     tree = trees.get(tree_name)
     gpu = FakeGpu()
@@ -367,7 +455,7 @@ def test_server_info_has_spec_cycle_only_when_on(trees, tree_name: str) -> None:
     assert "spec_cycle" not in internal_state(tree, stats)
 
 
-@pytest.mark.parametrize("tree_name", PATCHED_ONLY)
+@pytest.mark.parametrize("tree_name", PATCHED)
 def test_graph_fallback_total_counts_every_noted_step(trees, tree_name: str) -> None:
     gf = load_fallback_module(trees.get(tree_name))
     assert gf.total() == 0
