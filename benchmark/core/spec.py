@@ -71,6 +71,17 @@ class E2EPoints:
 
 
 @dataclass(frozen=True)
+class CasePoints:
+    """One engine case of the GPU gate (``test/gpu/engines.py``): ``sglang.Engine(**engine)`` generates
+    ``prompts`` with ``sampling`` once; the worker records the outputs and ``/server_info``'s
+    internal states (``worker/engine_case.py``)."""
+
+    engine: Mapping[str, Any] = field(default_factory=dict)
+    prompts: tuple[str, ...] = ()
+    sampling: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class JobSpec:
     """One job as its worker process sees it: ``Job.spec()`` read back, typed.
 
@@ -89,6 +100,7 @@ class JobSpec:
     server_args: Mapping[str, Any] = field(default_factory=dict)
     micro: MicroPoints | None = None
     e2e: E2EPoints | None = None
+    case: CasePoints | None = None
     round: int = 1
     rounds: int = 1
     variant_env: Mapping[str, str] = field(default_factory=dict)
@@ -98,6 +110,7 @@ class JobSpec:
         _check_fields(cls, data, "job spec")
         return cls(**{**data, "micro": _points(MicroPoints, data.get("micro")),
                       "e2e": _points(E2EPoints, data.get("e2e")),
+                      "case": _points(CasePoints, data.get("case")),
                       "server_args": dict(data.get("server_args") or {}),
                       "variant_env": dict(data.get("variant_env") or {})})
 
@@ -109,7 +122,7 @@ def _check_fields(cls: type, data: Mapping[str, Any], what: str) -> None:
 
 
 def _points(cls: type, data: Mapping[str, Any] | None) -> Any:
-    """``MicroPoints`` or ``E2EPoints`` from JSON (lists become the tuples the fields hold)."""
+    """``MicroPoints``, ``E2EPoints`` or ``CasePoints`` from JSON (lists become the tuples the fields hold)."""
     if data is None:
         return None
     _check_fields(cls, data, cls.__name__)

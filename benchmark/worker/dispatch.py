@@ -2,7 +2,7 @@
 
 The orchestrator puts the variant's site on PYTHONPATH (after ``python/``, which holds no SGLang); this checks that SGLang
 really came from there (a stray install would silently benchmark the wrong code),
-writes the versions it found, then runs the job's micro or e2e measurement. Every
+writes the versions it found, then runs the job's micro or e2e measurement, or a GPU-gate engine case. Every
 record and error goes to ``--out`` as it happens. Exit status: 0 the job ran (single
 points may still have failed: see the error lines), 1 it did not.
 """
@@ -55,7 +55,8 @@ def main(argv: list[str] | None = None) -> None:
         spec = JobSpec.from_spec(raw)
         found = versions()
         sink.info("versions", found)
-        check_site(spec.site, found["sglang_file"])
+        if spec.site:  # a gate case runs whatever SGLang comes first on PYTHONPATH
+            check_site(spec.site, found["sglang_file"])
         if spec.kind == "micro":
             from benchmark.worker import micro
 
@@ -64,8 +65,12 @@ def main(argv: list[str] | None = None) -> None:
             from benchmark.worker import e2e
 
             code = e2e.run_job(spec, sink, args.out)
+        elif spec.kind == "case":
+            from benchmark.worker import engine_case
+
+            code = engine_case.run_job(spec, sink)
         else:
-            raise ValueError(f"job kind {spec.kind!r} is neither micro nor e2e")
+            raise ValueError(f"job kind {spec.kind!r} is not micro, e2e or case")
     except BaseException as exc:  # noqa: BLE001 - recorded; the exit status says it failed
         sink.error(f"{raw.get('kind')} job", exc)
         code = 1

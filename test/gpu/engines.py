@@ -1,4 +1,8 @@
-"""Launch engine cases in subprocesses (cached per session) and the kwargs they share."""
+"""Launch engine cases (cached per session) through the benchmark worker, and the kwargs they share.
+
+Each case is a job of kind ``case`` for ``python -m benchmark.worker`` (``benchmark/worker/engine_case.py``),
+in its own process: SGLang spawns subprocesses, and each case must start from a clean CUDA context.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ from pathlib import Path
 from sglang_fastpath.models.folder import ModelsFolder
 
 HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
 PROMPTS = [
     "Hello, my name is",
     "The capital of France is Paris, and",
@@ -57,23 +62,48 @@ class Case:
 _CACHE: dict[str, dict] = {}
 
 
+def case_spec(case: Case, key: str) -> dict:
+    """The benchmark worker's job spec (kind ``case``, ``benchmark/core/spec.py``) for ``case``."""
+    return {"kind": "case", "models": str(case.models), "tp": case.tp, "job": f"gate-case-{key}",
+            "site": os.environ.get("SGLANG_FASTPATH_SITE_FORK", ""),
+            "case": {"engine": case.engine_kwargs(), "prompts": list(case.prompts), "sampling": dict(case.sampling)}}
+
+
+def read_case(out_path: Path) -> dict | None:
+    """The ``case`` record of a worker's JSON lines, with the errors it logged when there is none."""
+    if not out_path.is_file():
+        return None
+    lines = [json.loads(line) for line in out_path.read_text().splitlines() if line.strip()]
+    for line in lines:
+        if line.get("type") == "info" and line.get("what") == "case":
+            return {k: v for k, v in line["data"].items() if k != "what"}
+    errors = [f"{line.get('where')}: {line.get('traceback') or line.get('error')}" for line in lines
+              if line.get("type") == "error"]
+    return {"ok": False, "error": "\n".join(errors) or "the worker wrote no case record"}
+
+
 def run_case(case: Case, workdir: Path, timeout_s: float = 420) -> dict:
-    """The JSON record of ``case`` (run once per session); raises with the engine's error."""
-    spec = {"engine": case.engine_kwargs(), "prompts": list(case.prompts), "sampling": dict(case.sampling),
-            "env": dict(case.env)}
-    key = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
+    """The record of ``case`` (run once per session, by ``python -m benchmark.worker``); raises with
+    the engine's error."""
+    key_data = {"engine": case.engine_kwargs(), "prompts": list(case.prompts), "sampling": dict(case.sampling),
+                "env": dict(case.env)}
+    key = hashlib.sha256(json.dumps(key_data, sort_keys=True).encode()).hexdigest()[:16]
     if key in _CACHE:
         return _CACHE[key]
     workdir.mkdir(parents=True, exist_ok=True)
-    case_path, out_path, log_path = (workdir / f"{key}.{ext}" for ext in ("case.json", "out.json", "log"))
-    case_path.write_text(json.dumps(spec, indent=1))
-    env = dict(os.environ, **dict(case.env))
+    case_path, out_path, log_path = (workdir / f"{key}.{ext}" for ext in ("case.json", "out.jsonl", "log"))
+    case_path.write_text(json.dumps(case_spec(case, key), indent=1))
+    out_path.unlink(missing_ok=True)
+    path = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p] + [str(REPO / "python"), str(REPO)]
+    env = dict(os.environ, **dict(case.env), PYTHONPATH=os.pathsep.join(path))
     with open(log_path, "w") as log:
-        subprocess.run([sys.executable, str(HERE / "engine_case.py"), str(case_path), str(out_path)],
-                       stdout=log, stderr=subprocess.STDOUT, env=env, timeout=timeout_s)
-    if not out_path.is_file():
+        subprocess.run([sys.executable, "-m", "benchmark.worker", "--spec", str(case_path), "--out", str(out_path)],
+                       stdout=log, stderr=subprocess.STDOUT, env=env, timeout=timeout_s, cwd=REPO)
+    record = read_case(out_path)
+    if record is None:
         raise RuntimeError(f"engine case wrote no result; log: {log_path}\n{log_path.read_text()[-3000:]}")
-    record = json.loads(out_path.read_text())
+    record = {"case": key_data, **record}  # {key}.out.json: what summarize_engines.py reads
+    (workdir / f"{key}.out.json").write_text(json.dumps(record, indent=1, default=str))
     if not record["ok"]:
         raise RuntimeError(f"engine case failed ({log_path}):\n{record.get('error')}")
     _CACHE[key] = record
