@@ -527,3 +527,12 @@ def test_e2e_job_records_verify_graph_hit_and_cycle_ms(tmp_path: Path, monkeypat
     expected = {("e2e_spec", bs, 4, metric): (value, 2 * 16) for bs in (1, 2)
                 for metric, value in (("verify_graph_hit", 0.5), ("cycle_ms", 2.5))}
     assert got == (expected if with_telemetry else {})
+
+
+@pytest.mark.parametrize("tree_name", PATCHED)
+def test_both_eagle_workers_configure_the_stats(trees, tree_name: str) -> None:
+    """StandaloneWorkerV2.__init__ does not run EAGLEWorkerV2.__init__ (0.5.17 and 0.5.23): each must call
+    _init_spec_cycle_stats, or STANDALONE records nothing."""
+    tree = trees.get(tree_name)
+    assert "_init_spec_cycle_stats" in calls_in(source(tree, WORKER), "EAGLEWorkerV2", "__init__")
+    assert "_init_spec_cycle_stats" in calls_in(source(tree, STANDALONE), "StandaloneWorkerV2", "__init__")
