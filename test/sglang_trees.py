@@ -1,8 +1,9 @@
 """Patched and pristine SGLang trees for CPU tests, and ways to run their code.
 
 ``build_trees`` unpacks the pinned wheels (0.5.17, the 0.5.9 backport base and
-the newest upstream port's release, 0.5.23) once per session, pristine and with
-their series applied. ``PATCHED`` names the trees a test of a patch runs on;
+the newest upstream port's release, 0.5.23), pristine and with their series
+applied, into ``build/cache/trees``, keyed by the wheel's and the patches' bytes,
+and reuses an intact tree of the same key in later sessions. ``PATCHED`` names the trees a test of a patch runs on;
 ``SHOWS_THE_BUG`` marks their pristine twins, where such a test must fail. Two ways to run the
 code of a tree on a CPU machine without SGLang's GPU dependencies:
 
@@ -21,8 +22,12 @@ from __future__ import annotations
 
 import ast
 import dis
+import hashlib
 import importlib
 import importlib.machinery
+import os
+import shutil
+import subprocess
 import sys
 import types
 from contextlib import contextmanager
@@ -32,10 +37,11 @@ from typing import Any
 
 import pytest
 
+from sglang_fastpath.digest import sha256_of
 from sglang_fastpath.fetch import fetch_pinned
-from sglang_fastpath.paths import patches_dir
+from sglang_fastpath.paths import build_dir, patches_dir
 from sglang_fastpath.pins import BASE_VERSION
-from sglang_fastpath.series.patches import read_series
+from sglang_fastpath.series.patches import Series, read_series
 from sglang_fastpath.series.sets import find_set
 from sglang_fastpath.series.tree import build_tree, unpack_pristine
 
@@ -70,16 +76,68 @@ class Trees:
         return getattr(self, name)
 
 
-def build_trees(root: Path) -> Trees:
-    trees = Trees(*(root / name for name in Trees.__dataclass_fields__))
-    build_tree(fetch_pinned(BASE_VERSION), read_series(patches_dir()), trees.patched)
-    unpack_pristine(fetch_pinned(BASE_VERSION), trees.pristine)
+TREE_FORMAT = "1"  # bump when the way a tree is built changes: every cached tree is rebuilt
+READY = ".fastpath-tree-ready"
+
+
+def _tree_key(wheel: Path, series: Series | None) -> str:
+    """What a tree is made of: the wheel's bytes and, patched, every patch's bytes, in order."""
+    h = hashlib.sha256(f"{TREE_FORMAT}\n{sha256_of(wheel)}\n".encode())
+    for patch in series.patches if series else []:
+        h.update(patch.name.encode() + b"\0" + patch.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _head(tree: Path) -> str:
+    return subprocess.run(["git", "-C", str(tree), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+
+
+def _intact(tree: Path) -> bool:
+    """Built to the end, still at the commit it was built at, and no tracked file changed since (a
+    test may write only __pycache__)."""
+    ready = tree / READY
+    if not ready.is_file() or ready.read_text().strip() != _head(tree):
+        return False
+    status = subprocess.run(["git", "-C", str(tree), "status", "--porcelain", "--untracked-files=no"],
+                            capture_output=True, text=True)
+    return status.returncode == 0 and not status.stdout.strip()
+
+
+def cached_tree(cache: Path, name: str, wheel: Path, series: Series | None) -> Path:
+    """The tree ``name`` (pristine when ``series`` is None) under ``cache``, built only when no intact
+    tree of the same wheel and patches is there: a developer's fast lane rebuilds nothing while the
+    patches stay the same, and CI, starting clean, builds once."""
+    tree = cache / f"{name}-{_tree_key(wheel, series)}"
+    if _intact(tree):
+        return tree
+    for stale in cache.glob(f"{name}-*"):
+        shutil.rmtree(stale, ignore_errors=True)
+    building = cache / f".{tree.name}.{os.getpid()}"  # built aside, then renamed: no half tree is ever seen
+    if series is None:
+        unpack_pristine(wheel, building)
+    else:
+        build_tree(wheel, series, building)
+    (building / READY).write_text(_head(building) + "\n")
+    (building / ".git" / "info" / "exclude").write_text(READY + "\n")
+    try:
+        building.rename(tree)
+    except OSError:  # another session finished the same tree first
+        shutil.rmtree(building, ignore_errors=True)
+    return tree
+
+
+def build_trees(cache: Path) -> Trees:
     backport_dir = patches_dir() / "backport" / f"v{BACKPORT_VERSION}"
-    build_tree(fetch_pinned(BACKPORT_VERSION), read_series(backport_dir), trees.backport)
-    unpack_pristine(fetch_pinned(BACKPORT_VERSION), trees.backport_pristine)
-    build_tree(fetch_pinned(UPSTREAM.version), read_series(UPSTREAM.directory), trees.upstream)
-    unpack_pristine(fetch_pinned(UPSTREAM.version), trees.upstream_pristine)
-    return trees
+    parts = {
+        "patched": (BASE_VERSION, read_series(patches_dir())),
+        "pristine": (BASE_VERSION, None),
+        "backport": (BACKPORT_VERSION, read_series(backport_dir)),
+        "backport_pristine": (BACKPORT_VERSION, None),
+        "upstream": (UPSTREAM.version, read_series(UPSTREAM.directory)),
+        "upstream_pristine": (UPSTREAM.version, None),
+    }
+    return Trees(**{name: cached_tree(cache, name, fetch_pinned(version), series)
+                    for name, (version, series) in parts.items()})
 
 
 def source(tree: Path, module: str) -> Path:
@@ -231,10 +289,11 @@ _built: Trees | None = None
 
 
 @pytest.fixture(scope="module")
-def trees(tmp_path_factory: pytest.TempPathFactory):
-    """The trees, built once per session; each test module's SGLang imports undone after it."""
+def trees():
+    """The trees, checked (or built) once per session in ``build/cache/trees``; each test module's
+    SGLang imports undone after it."""
     global _built
     if _built is None:
-        _built = build_trees(tmp_path_factory.mktemp("sglang-trees"))
+        _built = build_trees(build_dir() / "cache" / "trees")
     yield _built
     TreeImporter.restore()
