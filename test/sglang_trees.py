@@ -27,7 +27,6 @@ import importlib
 import importlib.machinery
 import os
 import shutil
-import subprocess
 import sys
 import types
 from contextlib import contextmanager
@@ -41,6 +40,7 @@ from sglang_fastpath.digest import sha256_of
 from sglang_fastpath.fetch import fetch_pinned
 from sglang_fastpath.paths import build_dir, patches_dir
 from sglang_fastpath.pins import BASE_VERSION
+from sglang_fastpath.series import git
 from sglang_fastpath.series.patches import Series, read_series
 from sglang_fastpath.series.sets import find_set
 from sglang_fastpath.series.tree import build_tree, unpack_pristine
@@ -89,7 +89,7 @@ def _tree_key(wheel: Path, series: Series | None) -> str:
 
 
 def _head(tree: Path) -> str:
-    return subprocess.run(["git", "-C", str(tree), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    return git.git(tree, "rev-parse", "HEAD", check=False).stdout.strip()
 
 
 def _intact(tree: Path) -> bool:
@@ -98,8 +98,7 @@ def _intact(tree: Path) -> bool:
     ready = tree / READY
     if not ready.is_file() or ready.read_text().strip() != _head(tree):
         return False
-    status = subprocess.run(["git", "-C", str(tree), "status", "--porcelain", "--untracked-files=no"],
-                            capture_output=True, text=True)
+    status = git.git(tree, "status", "--porcelain", "--untracked-files=no", check=False)
     return status.returncode == 0 and not status.stdout.strip()
 
 

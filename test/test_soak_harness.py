@@ -26,7 +26,7 @@ from benchmark.soak import __main__ as cli
 from benchmark.soak.bad_inputs import bad_inputs
 from benchmark.soak.http_client import Endpoint, NotLoopback
 from benchmark.soak.report import percentile
-from benchmark.soak.server import parse_metric, server_facts, without_speculation
+from benchmark.soak.server import free_port, parse_metric, server_facts, without_speculation
 from benchmark.soak.soak import SoakConfig, run_soak
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,12 +40,6 @@ SMALL = SoakConfig(duration_s=2.0, clients=8, burst=40, parity_prompts=4, discon
 SMALL_ARGS = ["--duration-s", "2", "--clients", "8", "--burst", "40", "--parity-prompts", "4", "--disconnects", "4",
               "--aborts", "2", "--max-prompt", "64", "--max-output", "32", "--request-timeout-s", "20",
               "--drain-timeout-s", "3", "--start-timeout", "30"]  # fmt: skip
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_listening(port: int, proc: subprocess.Popen, timeout_s: float = 20.0) -> None:

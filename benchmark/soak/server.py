@@ -17,6 +17,7 @@ import os
 import re
 import shlex
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -80,6 +81,13 @@ def is_core(pid: int, name: str, root: int) -> bool:
     return pid == root or "sglang" in name
 
 
+def free_port() -> int:
+    """A loopback port nothing listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def is_alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -118,10 +126,11 @@ def without_speculation(args: list[str]) -> list[str]:
 class LaunchedServer:
     """``python -m sglang.launch_server ARGS`` in its own process group, logging to ``log``."""
 
-    def __init__(self, args: list[str], port: int, log: Path) -> None:
+    def __init__(self, args: list[str], port: int, log: Path, env: dict[str, str] | None = None) -> None:
         self.cmd = launch_command(args, port)
         self.url = f"http://127.0.0.1:{port}"
         self.log = log
+        self.env = {**os.environ, **env} if env else None  # None: this process's environment
         self.proc: subprocess.Popen | None = None
         self.tree: dict[int, str] = {}  # pid -> name, as the tree was once healthy
 
@@ -130,7 +139,8 @@ class LaunchedServer:
         with open(self.log, "w") as out:
             out.write("$ " + shlex.join(self.cmd) + "\n")
             out.flush()
-            self.proc = subprocess.Popen(self.cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+            self.proc = subprocess.Popen(self.cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                                         env=self.env)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

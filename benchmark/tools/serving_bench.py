@@ -20,15 +20,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import socket
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from benchmark.soak.server import LaunchedServer
+from benchmark.soak.server import LaunchedServer, free_port
 from sglang_fastpath.models.folder import ModelsFolder
 
 SPEC_ARGS = ["--speculative-algorithm", "EAGLE3", "--speculative-num-steps", "3", "--speculative-eagle-topk", "1",
@@ -41,13 +39,13 @@ class Point:
     mode: str  # "nospec" or "eagle3"
     concurrency: int
     prompts: int
-    output_tokens_per_s: float | None
-    request_throughput: float | None
-    median_ttft_ms: float | None
-    p99_ttft_ms: float | None
-    median_itl_ms: float | None
-    p99_itl_ms: float | None
-    accept_length: float | None
+    output_tokens_per_s: float | None = None
+    request_throughput: float | None = None
+    median_ttft_ms: float | None = None
+    p99_ttft_ms: float | None = None
+    median_itl_ms: float | None = None
+    p99_itl_ms: float | None = None
+    accept_length: float | None = None
     error: str | None = None
 
 
@@ -76,7 +74,7 @@ def read_point(mode: str, concurrency: int, out_file: Path) -> Point:
     """The last JSON line the benchmark appended to ``out_file`` (one line per run)."""
     lines = [line for line in out_file.read_text().splitlines() if line.strip()] if out_file.is_file() else []
     if not lines:
-        return Point(mode, concurrency, prompts_for(concurrency), *([None] * 7), error="no result line")
+        return Point(mode, concurrency, prompts_for(concurrency), error="no result line")
     row = json.loads(lines[-1])
     return Point(mode, concurrency, int(row.get("completed", prompts_for(concurrency))),
                  _get(row, "output_throughput"), _get(row, "request_throughput"), _get(row, "median_ttft_ms"),
@@ -84,24 +82,15 @@ def read_point(mode: str, concurrency: int, out_file: Path) -> Point:
                  _get(row, "accept_length", "avg_accept_length"))
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def run_mode(mode: str, args: argparse.Namespace, out: Path) -> list[Point]:
     pair = ModelsFolder(Path(args.models))
     launch = ["--model-path", str(pair.target), *BASE_ARGS, *args.server_args]
-    env_acc = None
+    env = None
     if mode == "eagle3":
         launch += ["--speculative-draft-model-path", str(pair.draft), *SPEC_ARGS]
-        env_acc = str(args.acc_len) if args.acc_len else None
+        env = {"SGLANG_SIMULATE_ACC_LEN": str(args.acc_len)} if args.acc_len else None
     port = free_port()
-    saved = os.environ.get("SGLANG_SIMULATE_ACC_LEN")
-    if env_acc is not None:
-        os.environ["SGLANG_SIMULATE_ACC_LEN"] = env_acc
-    server = LaunchedServer(launch, port, out / f"server-{mode}.log")
+    server = LaunchedServer(launch, port, out / f"server-{mode}.log", env=env)
     points = []
     try:
         server.start(args.start_timeout_s)
@@ -113,17 +102,12 @@ def run_mode(mode: str, args: argparse.Namespace, out: Path) -> list[Point]:
                 done = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, timeout=args.point_timeout_s)
             point = read_point(mode, concurrency, out_file)
             if done.returncode != 0 and point.error is None:
-                point = Point(**{**asdict(point), "error": f"benchmark exited {done.returncode}"})
+                point = replace(point, error=f"benchmark exited {done.returncode}")
             points.append(point)
     except Exception as exc:  # noqa: BLE001 - record the failure, keep what was measured
-        points.append(Point(mode, -1, 0, *([None] * 7), error=f"{type(exc).__name__}: {exc}"[:300]))
+        points.append(Point(mode, -1, 0, error=f"{type(exc).__name__}: {exc}"[:300]))
     finally:
         server.stop()
-        if env_acc is not None:
-            if saved is None:
-                os.environ.pop("SGLANG_SIMULATE_ACC_LEN", None)
-            else:
-                os.environ["SGLANG_SIMULATE_ACC_LEN"] = saved
     return points
 
 

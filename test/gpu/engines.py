@@ -62,11 +62,15 @@ class Case:
 _CACHE: dict[str, dict] = {}
 
 
-def case_spec(case: Case, key: str) -> dict:
+def case_points(case: Case) -> dict:
+    """What the engine runs: ``CasePoints`` of ``benchmark/core/spec.py``, as JSON."""
+    return {"engine": case.engine_kwargs(), "prompts": list(case.prompts), "sampling": dict(case.sampling)}
+
+
+def case_spec(case: Case, key: str, points: dict | None = None) -> dict:
     """The benchmark worker's job spec (kind ``case``, ``benchmark/core/spec.py``) for ``case``."""
     return {"kind": "case", "models": str(case.models), "tp": case.tp, "job": f"gate-case-{key}",
-            "site": os.environ.get("SGLANG_FASTPATH_SITE_FORK", ""),
-            "case": {"engine": case.engine_kwargs(), "prompts": list(case.prompts), "sampling": dict(case.sampling)}}
+            "site": os.environ.get("SGLANG_FASTPATH_SITE_FORK", ""), "case": points or case_points(case)}
 
 
 def read_case(out_path: Path) -> dict | None:
@@ -85,14 +89,14 @@ def read_case(out_path: Path) -> dict | None:
 def run_case(case: Case, workdir: Path, timeout_s: float = 420) -> dict:
     """The record of ``case`` (run once per session, by ``python -m benchmark.worker``); raises with
     the engine's error."""
-    key_data = {"engine": case.engine_kwargs(), "prompts": list(case.prompts), "sampling": dict(case.sampling),
-                "env": dict(case.env)}
+    points = case_points(case)
+    key_data = {**points, "env": dict(case.env)}
     key = hashlib.sha256(json.dumps(key_data, sort_keys=True).encode()).hexdigest()[:16]
     if key in _CACHE:
         return _CACHE[key]
     workdir.mkdir(parents=True, exist_ok=True)
     case_path, out_path, log_path = (workdir / f"{key}.{ext}" for ext in ("case.json", "out.jsonl", "log"))
-    case_path.write_text(json.dumps(case_spec(case, key), indent=1))
+    case_path.write_text(json.dumps(case_spec(case, key, points), indent=1))
     out_path.unlink(missing_ok=True)
     path = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p] + [str(REPO / "python"), str(REPO)]
     env = dict(os.environ, **dict(case.env), PYTHONPATH=os.pathsep.join(path))

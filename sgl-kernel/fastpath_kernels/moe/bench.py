@@ -294,7 +294,7 @@ class Bench:
                                           f"{self.args.tuned_configs}")
                         continue
                     folder = sglang_baselines.tuned_config_dir(files, str(Path(self.args.out) / f"tuned-tp{tp}"))
-                    call = sglang_baselines.triton_tuned(*weights[tp], folder)
+                    call = sglang_baselines.triton_default(*weights[tp], folder)
                 elif name == "triton-default":
                     call = sglang_baselines.triton_default(*weights[tp])
                 else:

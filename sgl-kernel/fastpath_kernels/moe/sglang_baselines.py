@@ -5,7 +5,7 @@ GPU host only (needs SGLang importable). Both return ``call(x, topk_weights, top
 - ``triton_default``: ``fused_experts_impl`` with ``use_int4_w4a16`` (``fused_moe_kernel_gptq_awq``
   with SGLang's config lookup, which finds no file for these shapes and uses its default). Our
   int32 words viewed as uint8 ``[E, N, K/2]`` are exactly that kernel's layout: no copy.
-- ``triton_tuned``: the same call with SGLang's config lookup pointed (``SGLANG_MOE_CONFIG_DIR``)
+- ``triton_default(..., config_dir)`` (the ``triton-tuned`` variant): the same call with SGLang's config lookup pointed (``SGLANG_MOE_CONFIG_DIR``)
   at a folder holding ``python -m moe_tuning tune``'s up and ``_down`` files, laid out the way
   SGLang looks them up (``configs/triton_<version>/``), so the files are read as a server reads them;
 - ``marlin``: ``fused_marlin_moe``, what SGLang runs for Kimi by default on sm_90/sm_120, on weights
@@ -70,12 +70,8 @@ def tuned_config_dir(files: list[str], dest: str) -> str:
     return dest
 
 
-def triton_tuned(w13: W4Weights, w2: W4Weights, config_dir: str) -> Call:
-    """``triton_default`` reading the tuned files under ``config_dir`` (``tuned_config_dir``)."""
-    return triton_default(w13, w2, config_dir)
-
-
 def triton_default(w13: W4Weights, w2: W4Weights, config_dir: str | None = None) -> Call:
+    """SGLang's Triton INT4 path; ``config_dir``: read the tuned files there (``tuned_config_dir``)."""
     from sglang.srt.layers.moe.moe_runner.triton_utils.fused_moe import fused_experts_impl
 
     _server_exec_defaults()
