@@ -1,11 +1,19 @@
-"""benchmark/tools/serving_bench.py on CPU: the benchmark command, reading its JSONL, the table."""
+"""benchmark/tools/serving_bench.py on CPU: the benchmark command, reading its JSONL, the table, the
+client-only ``datasets`` stub and the failing client's log tail."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
-from benchmark.tools.serving_bench import Point, bench_command, parse_args, prompts_for, read_point, table
+import pytest
+
+from benchmark.tools import serving_bench
+from benchmark.tools.serving_bench import (STUBS, Point, bench_command, client_env, datasets_importable, log_tail,
+                                           parse_args, prompts_for, read_point, table)
 
 
 def test_command_is_offline_and_fixed_length() -> None:
@@ -40,3 +48,90 @@ def test_table_pairs_modes_by_concurrency() -> None:
 def test_extra_server_args_after_dashes() -> None:
     args = parse_args(["--models", "m", "--out", "o", "--", "--mem-fraction-static", "0.65"])
     assert args.server_args == ["--mem-fraction-static", "0.65"] and args.concurrency == [1, 8, 32]
+
+
+def test_client_env_gets_the_stub_only_when_asked() -> None:
+    base = {"PATH": "/bin", "PYTHONPATH": "/repo:/repo/python"}
+    assert client_env(base, stub=False) == base
+    stubbed = client_env(base, stub=True)
+    assert stubbed["PYTHONPATH"] == os.pathsep.join([str(STUBS), "/repo:/repo/python"]) and stubbed["PATH"] == "/bin"
+    assert client_env({"PATH": "/bin"}, stub=True)["PYTHONPATH"] == str(STUBS)
+    assert base["PYTHONPATH"] == "/repo:/repo/python"  # the caller's mapping is left alone
+
+
+def test_the_probe_tells_a_broken_datasets_from_a_working_one(tmp_path: Path) -> None:
+    broken = tmp_path / "datasets"
+    broken.mkdir()
+    (broken / "__init__.py").write_text("raise ImportError('no pyarrow')\n")
+    assert not datasets_importable({**os.environ, "PYTHONPATH": str(tmp_path)})
+    assert datasets_importable({**os.environ, "PYTHONPATH": str(STUBS)})
+
+
+def test_the_stub_imports_and_load_dataset_says_why_it_cannot_work() -> None:
+    env = client_env({k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, stub=True)
+    imported = subprocess.run([sys.executable, "-c", "from datasets import load_dataset"], env=env,
+                              capture_output=True, text=True)
+    assert imported.returncode == 0, imported.stderr  # mmmu.py's module-level import passes
+    called = subprocess.run([sys.executable, "-c", "from datasets import load_dataset; load_dataset('MMMU/MMMU')"],
+                            env=env, capture_output=True, text=True)
+    assert called.returncode != 0
+    assert "RuntimeError" in called.stderr and "not installed" in called.stderr
+    assert "only the random and random-ids datasets run here" in called.stderr
+
+
+def test_log_tail_keeps_the_last_lines(tmp_path: Path) -> None:
+    log = tmp_path / "bench.log"
+    log.write_text("".join(f"line {i}\n" for i in range(40)))
+    assert log_tail(log).splitlines() == [f"line {i}" for i in range(25, 40)]
+    assert log_tail(tmp_path / "missing.log") == ""
+
+
+class FakeServer:
+    envs: list[dict[str, str] | None] = []
+
+    def __init__(self, args: list[str], port: int, log: Path, env: dict[str, str] | None = None) -> None:
+        FakeServer.envs.append(env)
+
+    def start(self, timeout_s: float) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+
+def test_a_failing_client_prints_its_log_tail_and_only_the_client_gets_the_stub(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    client_envs = []
+
+    def fake_run(cmd: list[str], stdout, env: dict[str, str], **kwargs) -> subprocess.CompletedProcess:
+        client_envs.append(env)
+        stdout.write("".join(f"import step {i}\n" for i in range(30)) + "ModuleNotFoundError: No module named 'x'\n")
+        return subprocess.CompletedProcess(cmd, 1)
+
+    FakeServer.envs = []
+    monkeypatch.setattr(serving_bench, "LaunchedServer", FakeServer)
+    monkeypatch.setattr(serving_bench.subprocess, "run", fake_run)
+    args = parse_args(["--models", str(tmp_path / "m"), "--out", str(tmp_path / "o"), "--concurrency", "1,8"])
+    bench_env = client_env(dict(os.environ), stub=True)
+    (tmp_path / "o").mkdir()
+    for mode in ("nospec", "eagle3"):
+        points = serving_bench.run_mode(mode, args, tmp_path / "o", bench_env)
+        assert [p.error for p in points] == ["no result line", "no result line"]
+    assert client_envs == [bench_env] * 4
+    assert all(env is None or str(STUBS) not in env.get("PYTHONPATH", "") for env in FakeServer.envs)
+    assert str(STUBS) not in os.environ.get("PYTHONPATH", "")
+    err = capsys.readouterr().err
+    assert "nospec c8: no result line; the last lines of bench-nospec-c8.log:" in err
+    assert "ModuleNotFoundError: No module named 'x'" in err and "import step 29" in err
+    assert "import step 16" in err and "import step 15" not in err  # 15 lines: 14 steps and the error
+
+
+@pytest.mark.parametrize("importable", [True, False])
+def test_serving_json_records_the_stub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, importable: bool) -> None:
+    seen = []
+    monkeypatch.setattr(serving_bench, "datasets_importable", lambda env: importable)
+    monkeypatch.setattr(serving_bench, "run_mode", lambda mode, args, out, env: seen.append(env) or [])
+    assert serving_bench.main(["--models", "m", "--out", str(tmp_path)]) == 0
+    doc = json.loads((tmp_path / "serving.json").read_text())
+    assert doc["client_datasets_stub"] is (not importable)
+    assert all((str(STUBS) in env.get("PYTHONPATH", "")) is (not importable) for env in seen) and len(seen) == 2

@@ -14,12 +14,19 @@ exactly the given lengths). ``--acc-len`` sets ``SGLANG_SIMULATE_ACC_LEN`` for t
 output tok/s, request throughput, median and p99 TTFT/ITL, accept length when the benchmark
 reports one), the benchmark's JSONL and both server logs, and prints a table last. Issue 11 asks
 for this figure beside the offline Engine's (``benchmark/run.py --kinds e2e``).
+
+SGLang's benchmark imports every dataset module, one of which needs Hugging Face ``datasets``
+(absent from the offline GPU bundle). Where ``import datasets`` fails, the client (never the
+server) runs with ``serving_stubs/`` first on its ``PYTHONPATH``, whose ``load_dataset`` raises a
+clear error; ``serving.json`` records it as ``client_datasets_stub``. A failing client's last log
+lines are printed.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -32,6 +39,8 @@ from sglang_fastpath.models.folder import ModelsFolder
 SPEC_ARGS = ["--speculative-algorithm", "EAGLE3", "--speculative-num-steps", "3", "--speculative-eagle-topk", "1",
              "--speculative-num-draft-tokens", "4"]
 BASE_ARGS = ["--attention-backend", "triton", "--sampling-backend", "pytorch", "--grammar-backend", "none"]
+STUBS = Path(__file__).resolve().parent / "serving_stubs"  # a stand-in ``datasets`` package for the client
+TAIL_LINES = 15
 
 
 @dataclass(frozen=True)
@@ -63,6 +72,28 @@ def bench_command(port: int, model: str, concurrency: int, input_len: int, outpu
             "--output-file", str(out_file)]
 
 
+def datasets_importable(env: dict[str, str]) -> bool:
+    """Whether ``import datasets`` works for ``sys.executable`` under ``env`` (the client's environment)."""
+    probe = subprocess.run([sys.executable, "-c", "import datasets"], env=env, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, timeout=120)
+    return probe.returncode == 0
+
+
+def client_env(base: dict[str, str], stub: bool) -> dict[str, str]:
+    """The benchmark client's environment: ``base``, with ``STUBS`` first on ``PYTHONPATH`` when ``stub``."""
+    if not stub:
+        return dict(base)
+    path = os.pathsep.join(p for p in (str(STUBS), base.get("PYTHONPATH", "")) if p)
+    return {**base, "PYTHONPATH": path}
+
+
+def log_tail(path: Path, lines: int = TAIL_LINES) -> str:
+    """The last ``lines`` lines of a log file ("" when it is missing)."""
+    if not path.is_file():
+        return ""
+    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+
 def _get(row: dict, *names: str) -> float | None:
     for name in names:
         if row.get(name) is not None:
@@ -82,7 +113,7 @@ def read_point(mode: str, concurrency: int, out_file: Path) -> Point:
                  _get(row, "accept_length", "avg_accept_length"))
 
 
-def run_mode(mode: str, args: argparse.Namespace, out: Path) -> list[Point]:
+def run_mode(mode: str, args: argparse.Namespace, out: Path, bench_env: dict[str, str]) -> list[Point]:
     pair = ModelsFolder(Path(args.models))
     launch = ["--model-path", str(pair.target), *BASE_ARGS, *args.server_args]
     env = None
@@ -98,11 +129,16 @@ def run_mode(mode: str, args: argparse.Namespace, out: Path) -> list[Point]:
             out_file = out / f"serving-{mode}-c{concurrency}.jsonl"
             cmd = bench_command(port, str(pair.target), concurrency, args.input_len, args.output_len, args.seed,
                                 out_file)
-            with open(out / f"bench-{mode}-c{concurrency}.log", "w") as log:
-                done = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, timeout=args.point_timeout_s)
+            log_path = out / f"bench-{mode}-c{concurrency}.log"
+            with open(log_path, "w") as log:
+                done = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, timeout=args.point_timeout_s,
+                                      env=bench_env)
             point = read_point(mode, concurrency, out_file)
             if done.returncode != 0 and point.error is None:
                 point = replace(point, error=f"benchmark exited {done.returncode}")
+            if point.error:
+                print(f"{mode} c{concurrency}: {point.error}; the last lines of {log_path.name}:\n"
+                      f"{log_tail(log_path)}", file=sys.stderr)
             points.append(point)
     except Exception as exc:  # noqa: BLE001 - record the failure, keep what was measured
         points.append(Point(mode, -1, 0, error=f"{type(exc).__name__}: {exc}"[:300]))
@@ -147,9 +183,11 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
-    points = run_mode("nospec", args, out) + run_mode("eagle3", args, out)
+    stub = not datasets_importable(dict(os.environ))
+    bench_env = client_env(dict(os.environ), stub)
+    points = run_mode("nospec", args, out, bench_env) + run_mode("eagle3", args, out, bench_env)
     doc = {"schema": "sglang-fastpath-serving/1", "args": vars(args), "seconds": round(time.time() - t0, 1),
-           "records": [asdict(p) for p in points]}
+           "client_datasets_stub": stub, "records": [asdict(p) for p in points]}
     (out / "serving.json").write_text(json.dumps(doc, indent=1))
     for p in points:
         if p.error:
