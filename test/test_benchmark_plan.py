@@ -11,7 +11,7 @@ import pytest
 from benchmark.core.errors import BenchError
 from benchmark.core.spec import E2EPoints, JobSpec, MicroPoints, point_blocks
 from benchmark.driver import run, selftest
-from benchmark.driver.plan import Variant, build_plan
+from benchmark.driver.plan import ADAPTIVE_STATE_S, ADAPTIVE_STATES, Variant, build_plan
 from benchmark.driver.schema import Record, ResultSet
 from benchmark.worker.tree import draft_tree
 
@@ -212,3 +212,12 @@ def test_spec_defaults_are_the_points_defaults_and_unknown_fields_fail():
         JobSpec.from_spec({"kind": "e2e", "models": "/m", "e2e": {"output_lenn": 4}})
     with pytest.raises(BenchError, match="job spec: unknown field.*modles"):
         JobSpec.from_spec({"kind": "e2e", "modles": "/m"})
+
+
+def test_adaptive_speculation_adds_its_extra_graph_states_to_the_estimate():
+    e2e = E2EPoints(bs=(1, 8))
+    plain = build_plan("all", VARIANTS, "/m", gpus=1, configs=["tp1"], backends=["triton"], kinds=["e2e"],
+                       e2e=e2e).jobs[0]
+    adaptive = build_plan("all", VARIANTS, "/m", gpus=1, configs=["tp1"], backends=["triton"], kinds=["e2e"],
+                          e2e=e2e, server_args={"speculative_adaptive": True}).jobs[0]
+    assert adaptive.estimate_s() - plain.estimate_s() == pytest.approx(ADAPTIVE_STATES * ADAPTIVE_STATE_S)

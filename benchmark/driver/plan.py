@@ -32,6 +32,10 @@ PREFILL_S = 0.4
 STEP_S = 0.004
 ENGINE_START_S = {1: 35.0, 2: 50.0}
 ENGINE_SPEC_EXTRA_S = 15.0
+# --speculative-adaptive captures draft, draft-extend and verify graphs for each candidate step
+# count besides the launch one: 6.2-10.4 s a state for dense-8 at TP 1 on an H200 (2026-12-01).
+ADAPTIVE_STATES = 3
+ADAPTIVE_STATE_S = 10.0
 E2E_BATCH_S = 1.0  # plus output_len / 256 s per batch size and engine
 FIRST_COMPILE_S = 40.0
 PROFILE_WRITE_S = 8.0
@@ -139,6 +143,8 @@ class Job:
             start = ENGINE_START_S.get(tp, ENGINE_START_S[2])
             generate_s = E2E_BATCH_S + e.output_len / 256  # one generate call, per batch size and engine
             s = IMPORT_S + 2 * start + ENGINE_SPEC_EXTRA_S + 2 * len(e.bs) * e.runs * generate_s
+            if dict(self.server_args).get("speculative_adaptive"):
+                s += ADAPTIVE_STATES * ADAPTIVE_STATE_S
             if e.profile_steps:  # one more generate per batch size, and the ranks writing their traces
                 s += 2 * len(e.bs) * (generate_s + PROFILE_WRITE_S)
             if e.pysample_runs:  # the sampled generate calls, and the sampler writing its counts
