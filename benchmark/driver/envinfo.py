@@ -15,9 +15,10 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping
 
-# Environment variables worth keeping with the results (prefix match).
+# Environment variables worth keeping with the results (prefix match); not PATH, whose
+# entries are the machine's folders (the interpreter is recorded on its own).
 ENV_PREFIXES = ("CUDA_", "NCCL_", "SGLANG_", "TORCH_", "TRITON_", "NVSHMEM_", "PYTHON", "HF_",
-                "TRANSFORMERS_", "TOKENIZERS_", "OMP_", "LD_LIBRARY_PATH", "PATH")
+                "TRANSFORMERS_", "TOKENIZERS_", "OMP_", "LD_LIBRARY_PATH")
 
 
 def gpu_inventory() -> list[dict[str, str]]:
@@ -69,6 +70,7 @@ def git_state(repo: Path) -> dict[str, Any]:
 
 
 def env_snapshot(environ: Mapping[str, str]) -> dict[str, str]:
+    """The variables of ``environ`` named by ``ENV_PREFIXES``, sorted."""
     return {k: v for k, v in sorted(environ.items()) if k.startswith(ENV_PREFIXES)}
 
 

@@ -35,6 +35,7 @@ from benchmark.driver.envinfo import gpu_inventory
 from benchmark.driver.orchestrate import JobOutcome, Orchestrator
 from benchmark.driver.plan import (
     PROFILE_POINTS, PROFILES, Plan, Variant, build_plan, parse_variant_env, with_points)
+from benchmark.driver.portable import here, portable
 from benchmark.driver.schema import ResultSet
 from sglang_fastpath.models.folder import ModelsFolder
 
@@ -209,8 +210,8 @@ def run(args: argparse.Namespace) -> int:
     meta: dict[str, Any] = {
         "name": out_dir.name, "profile": args.profile, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "gpu": gpu_name, "gpu_count": len(inventory), "bandwidth_bytes_per_s": bandwidth,
-        "models": str(args.models.resolve()), "model_shape": dataclasses.asdict(shape),
-        "budget_s": args.budget_s, "plan": plan.describe(), "argv": argv}
+        "models": portable(str(args.models.resolve()), **here(REPO)), "model_shape": dataclasses.asdict(shape),
+        "budget_s": args.budget_s, "plan": plan.describe(), "argv": [portable(a, **here(REPO)) for a in argv]}
     outcomes: list[JobOutcome] = []
 
     def write_env() -> None:  # at the start too: a run cut off by its caller keeps it
@@ -221,7 +222,7 @@ def run(args: argparse.Namespace) -> int:
             outcomes.append(outcome)
         results = build_results(outcomes, meta, shape, bandwidth)
         results.save(out_dir / "results.json")
-        (out_dir / "command.txt").write_text(artifacts.command_text(argv, os.getcwd(), outcomes))
+        (out_dir / "command.txt").write_text(artifacts.command_text(argv, os.getcwd(), outcomes, REPO))
         return results
 
     save()
