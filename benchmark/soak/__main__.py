@@ -22,9 +22,12 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+from benchmark.driver.portable import here, portable
 from benchmark.soak.http_client import Endpoint, NotLoopback
 from benchmark.soak.server import LaunchedServer, ServerFailed, server_facts, without_speculation
 from benchmark.soak.soak import SoakConfig, run_soak
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -75,7 +78,7 @@ def soak_launched(launch_args: list[str], args: argparse.Namespace, log: Path) -
         record = soak_url(server.url, args, server)
     finally:
         server.stop()
-    record["server_command"] = shlex.join(server.cmd)
+    record["server_command"] = portable(shlex.join(server.cmd), **here(REPO))
     return record
 
 
