@@ -100,3 +100,16 @@ def init_states_list(tree: Path) -> Any:
 @pytest.mark.parametrize("tree_name", ON_PRISTINE_THE_BUG)
 def test_init_states_gets_the_resolved_batch_sizes_to_prune(trees, tree_name: str) -> None:
     assert init_states_list(trees.get(tree_name)) == RESOLVED_BS
+
+
+def test_the_gpu_test_reads_the_capture_lines_sglang_logs(tmp_path: Path) -> None:
+    """``test/gpu/test_adaptive_gpu.py`` checks 0016 from these log lines (copied from an H200 run)."""
+    from test_adaptive_gpu import draft_extend_captures
+
+    log = tmp_path / "engine.log"
+    log.write_text(
+        "[2026-12-01 03:52:26] Capture draft extend CUDA graph begin. backend=full, num_tokens_per_req=4, "
+        "bs=[1, 2, 3, 4, 5, 6, 7, 8], avail mem=18.23 GB\n"
+        "[2026-12-01 03:52:37] Capture draft extend CUDA graph begin. backend=full, num_tokens_per_req=8, "
+        "bs=[1, 2, 3, 4, 5, 6, 7], avail mem=17.49 GB\n")
+    assert draft_extend_captures(log) == {4: list(range(1, 9)), 8: list(range(1, 8))}

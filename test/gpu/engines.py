@@ -106,7 +106,7 @@ def run_case(case: Case, workdir: Path, timeout_s: float = 420) -> dict:
     record = read_case(out_path)
     if record is None:
         raise RuntimeError(f"engine case wrote no result; log: {log_path}\n{log_path.read_text()[-3000:]}")
-    record = {"case": key_data, **record}  # {key}.out.json: what summarize_engines.py reads
+    record = {"case": key_data, "log": log_path.name, **record}  # {key}.out.json: what summarize_engines.py reads
     (workdir / f"{key}.out.json").write_text(json.dumps(record, indent=1, default=str))
     if not record["ok"]:
         raise RuntimeError(f"engine case failed ({log_path}):\n{record.get('error')}")
