@@ -72,3 +72,25 @@ def test_folded_stacks_carry_the_label(tmp_path: Path) -> None:
     assert pysample.main([str(folder), "--folded", str(out)]) == 0
     lines = out.read_text().split("\n")
     assert any(line.startswith("spec-bs1;<string>:<module>;<string>:cycle;<string>:heavy;<string>:spin ") for line in lines)
+
+
+def test_each_label_gets_the_process_host_facts(tmp_path: Path) -> None:
+    folder = _run(tmp_path, title=sys.executable)
+    [profile] = pysample.load(folder)
+    facts = profile.host
+    assert facts is not None and 1.2 < facts["wall_s"] < 2.5, facts
+    # The program spins 7 of every 8 ms on its main thread: most of the wall is user CPU time.
+    assert 0.4 * facts["wall_s"] < facts["cpu_user_s"] < 2.5 * facts["wall_s"], facts
+    assert facts["ctx_voluntary"] >= 0 and facts["ctx_involuntary"] >= 0
+    assert facts["cpus"] and all(c["looks"] > 0 for c in facts["cpus"].values()), facts
+    assert set(map(int, facts["cpus"])) <= set(facts["affinity"]), facts
+    assert "host:" in pysample.report(profile, min_pct=5.0)
+
+
+def test_the_host_line_reads_like_a_sentence() -> None:
+    facts = {"wall_s": 2.0, "cpu_user_s": 1.6, "cpu_sys_s": 0.2, "ctx_voluntary": 40, "ctx_involuntary": 7,
+             "cpus": {"3": {"looks": 30, "khz_max": 3_100_000}, "9": {"looks": 10, "khz_max": 2_000_000}},
+             "affinity": list(range(16))}
+    line = pysample.host_line(facts)
+    assert "0.90 CPU s per wall s" in line and "7 involuntary" in line, line
+    assert "CPU 3 (75%), 9 (25%) at up to 3.10 GHz" in line and "affinity 16 CPUs" in line, line

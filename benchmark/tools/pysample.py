@@ -45,6 +45,7 @@ class Profile:
     label: str
     seconds: float
     root: Node
+    host: dict[str, Any] | None = None  # the sampler's host facts of this label, with "affinity"
 
 
 def load(folder: Path) -> list[Profile]:
@@ -56,7 +57,11 @@ def load(folder: Path) -> list[Profile]:
             roots.setdefault(row["label"], Node("all")).add(row["stack"], int(row["n"]))  # µs
         for label, root in sorted(roots.items()):
             title = f"{body.get('title', '')} pid {body['pid']}"
-            profiles.append(Profile(title, label, float(body["seconds"].get(label, 0.0)), root))
+            host = body.get("host", {})
+            facts = host.get("labels", {}).get(label)
+            if facts is not None:
+                facts = {**facts, "affinity": host.get("affinity", [])}
+            profiles.append(Profile(title, label, float(body["seconds"].get(label, 0.0)), root, facts))
     return profiles
 
 
@@ -109,10 +114,27 @@ def folded(profile: Profile) -> list[str]:
     return lines
 
 
+def host_line(facts: dict[str, Any]) -> str:
+    """One line of the process's host facts over a label's sampled spans."""
+    wall = facts["wall_s"] or float("nan")
+    looks = sum(c["looks"] for c in facts["cpus"].values()) or 1
+    cpus = sorted(facts["cpus"].items(), key=lambda kv: -kv[1]["looks"])
+    where = ", ".join(f"{cpu} ({100 * c['looks'] / looks:.0f}%)" for cpu, c in cpus[:4]) or "-"
+    khz = max((c["khz_max"] for c in facts["cpus"].values()), default=0)
+    clock = f" at up to {khz / 1e6:.2f} GHz" if khz else ""
+    return (f"  host: {(facts['cpu_user_s'] + facts['cpu_sys_s']) / wall:.2f} CPU s per wall s "
+            f"(user {facts['cpu_user_s'] / wall:.2f}, sys {facts['cpu_sys_s'] / wall:.2f}, all threads); "
+            f"context switches {facts['ctx_voluntary']} voluntary, {facts['ctx_involuntary']} involuntary "
+            f"in {facts['wall_s']:.2f} s; main thread on CPU {where}{clock}; "
+            f"affinity {len(facts.get('affinity', []))} CPUs")
+
+
 def report(profile: Profile, min_pct: float, top: int = 15) -> str:
     head = (f"== {profile.label} | {profile.title} | "
             f"{profile.seconds:.2f} s\n"
             f"  total   self  frame (inclusive share of the sampled wall time, then self)")
+    if profile.host is not None:
+        head = head.replace("\n", "\n" + host_line(profile.host) + "\n", 1)
     selfs = self_time(profile.root).most_common(top)
     tail = ["  top self time:"] + [f"{100.0 * n / profile.root.total:6.1f}%  {_short(name)}" for name, n in selfs]
     return "\n".join([head, *tree_lines(profile.root, min_pct), *tail])

@@ -10,6 +10,13 @@ sampled). The thread needs the GIL to look, so the GIL switch interval is lowere
 a tenth of the sampling interval while sampling (the wait to look is short, the look is timely). Microseconds per (label, stack) are written as JSON to
 ``samples-<pid>.json`` every two seconds and at exit; ``benchmark/pysample.py`` reads them.
 
+Beside the stacks, each label gets the process's host facts over its sampled spans (``host``):
+CPU seconds (user, system) and context switches (voluntary, involuntary) of the whole process, the
+CPUs the main thread was seen on (looked up every 50 ms) with their clock (kHz, where cpufreq
+exposes it), and the process's CPU affinity. Host-bound engines differ 1.2-2x in speed between
+processes of one configuration; these say whether the scheduler thread was preempted, moved or
+slowed when they do.
+
 Self-contained on purpose (standard library only): it runs before ``sys.path`` holds the
 repository.
 """
@@ -19,6 +26,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import resource
 import sys
 import threading
 import time
@@ -34,6 +42,76 @@ def _title() -> str:
             return f.read().split(b"\0")[0].decode(errors="replace")
     except OSError:
         return ""
+
+
+def _main_thread_cpu(tid: int) -> int | None:
+    """The CPU the thread ``tid`` of this process last ran on (field 39 of its ``stat``)."""
+    try:
+        with open(f"/proc/self/task/{tid}/stat") as f:
+            return int(f.read().rpartition(")")[2].split()[36])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _cpu_khz(cpu: int) -> int | None:
+    try:
+        with open(f"/sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_cur_freq") as f:
+            return int(f.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+USAGE_KEYS = ("cpu_user_s", "cpu_sys_s", "ctx_voluntary", "ctx_involuntary")
+
+
+def _usage() -> dict:
+    """Process-wide CPU seconds and context switches so far (``USAGE_KEYS``)."""
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return {"cpu_user_s": ru.ru_utime, "cpu_sys_s": ru.ru_stime, "ctx_voluntary": ru.ru_nvcsw,
+            "ctx_involuntary": ru.ru_nivcsw}
+
+
+class HostFacts:
+    """Per label: CPU time, context switches and the main thread's CPUs over the sampled spans."""
+
+    def __init__(self, tid: int) -> None:
+        self.tid = tid
+        self.labels: dict = {}
+        self.open: tuple | None = None  # (label, usage at its start, wall at its start)
+
+    def _facts(self, label: str) -> dict:
+        return self.labels.setdefault(label, {"wall_s": 0.0, "cpus": {}, **dict.fromkeys(USAGE_KEYS, 0)})
+
+    def begin(self, label: str, now: float) -> None:
+        self.open = (label, _usage(), now)
+
+    def end(self, now: float) -> None:
+        if self.open is None:
+            return
+        label, start, t0 = self.open
+        self.open = None
+        facts = self._facts(label)
+        facts["wall_s"] += now - t0
+        for key, value in _usage().items():
+            facts[key] += value - start[key]
+
+    def look(self) -> None:
+        """Note the CPU the main thread is on now (and its clock) for the open label."""
+        if self.open is None:
+            return
+        cpu = _main_thread_cpu(self.tid)
+        if cpu is None:
+            return
+        seen = self._facts(self.open[0])["cpus"].setdefault(str(cpu), {"looks": 0, "khz_max": 0})
+        seen["looks"] += 1
+        seen["khz_max"] = max(seen["khz_max"], _cpu_khz(cpu) or 0)
+
+    def record(self) -> dict:
+        try:
+            affinity = sorted(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            affinity = []
+        return {"affinity": affinity, "labels": self.labels}
 
 
 def _frame_name(code) -> str:
@@ -55,6 +133,7 @@ class Sampler:
         self.names: dict = {}
         self.dirty = False
         self.switch_default = sys.getswitchinterval()
+        self.host = HostFacts(threading.main_thread().native_id)
 
     def _label(self) -> str | None:
         try:
@@ -92,7 +171,12 @@ class Sampler:
                 new = self._label()
                 if new != label:
                     sys.setswitchinterval(self.interval_s / 10 if new else self.switch_default)
+                    self.host.end(now)
+                    if new:
+                        self.host.begin(new, now)
                     label, last = new, None
+                    self.dirty = True
+                self.host.look()
                 next_check = now + 0.05
             if now >= next_dump:
                 self.dump()
@@ -105,7 +189,7 @@ class Sampler:
         self.dirty = False
         rows = [{"label": label, "stack": list(stack), "n": n} for (label, stack), n in self.counts.items()]
         body = {"pid": os.getpid(), "title": _title(), "interval_s": self.interval_s,
-                "seconds": dict(self.seconds), "samples": rows}
+                "seconds": dict(self.seconds), "samples": rows, "host": self.host.record()}
         path = os.path.join(self.folder, f"samples-{os.getpid()}.json")
         tmp = path + ".tmp"
         with open(tmp, "w") as f:
