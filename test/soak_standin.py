@@ -35,6 +35,7 @@ from typing import Any
 
 VOCAB = 512
 CONTEXT = 256
+SESSION_TYPES = {"id": str, "rid": str, "offset": int, "replace": bool, "drop_previous_output": bool}
 MODEL = "standin-model"
 SAMPLING_TYPES = {"max_new_tokens": int, "min_new_tokens": int, "n": int, "top_k": int, "temperature": float,
                   "top_p": float, "stop_token_ids": list, "ignore_eos": bool, "logit_bias": dict,
@@ -80,12 +81,41 @@ def check_sampling(sp: Any, misbehave: str | None) -> dict[str, Any]:
     if top_k != -1 and top_k < 1:
         raise BadRequest(f"top_k must be -1 (disable) or at least 1, got {top_k}")
     for tid in sp.get("stop_token_ids") or []:
+        if not isinstance(tid, int) or isinstance(tid, bool):
+            raise BadRequest(f"stop_token_ids must be a list of token ids, got {sp['stop_token_ids']!r}")
         if not 0 <= tid < VOCAB:
             raise BadRequest(f"stop_token_ids has out-of-vocabulary id {tid}")
-    for key in sp.get("logit_bias") or {}:
+    for key, bias in (sp.get("logit_bias") or {}).items():
         if not 0 <= int(key) < VOCAB:
             raise BadRequest(f"logit_bias key {key} out of range")
+        if not isinstance(bias, (int, float)) or isinstance(bias, bool):
+            raise BadRequest(f"logit_bias[{key!r}] must be a finite number, got {bias!r}")
     return sp
+
+
+def check_fields_for_scheduler(body: dict[str, Any]) -> None:
+    """The /generate fields patch 0015 checks before the scheduler sees them."""
+    embeds = body.get("input_embeds")
+    if embeds is not None and body.get("text") is None and body.get("input_ids") is None:
+        if not embeds or not embeds[0]:
+            raise BadRequest("input_embeds cannot be empty.")
+        # Launched without --disable-radix-cache, as the soak launches it: this comes before the
+        # width check (input_embeds[i] must be a list of hidden_size numbers).
+        raise BadRequest("input_embeds is provided while disable_radix_cache is False.")
+    start = body.get("logprob_start_len", -1)
+    if body.get("return_logprob") and (not isinstance(start, int) or start < -1):
+        raise BadRequest(f"logprob_start_len must be -1 (output tokens only) or a prompt position >= 0, got {start!r}")
+    session = body.get("session_params")
+    if session is not None:
+        if not isinstance(session, dict):
+            raise BadRequest("session_params must be an object.")
+        for name, value in session.items():
+            if name not in SESSION_TYPES:
+                raise BadRequest(f"session_params has an unknown field {name!r}.")
+            if value is not None and not isinstance(value, SESSION_TYPES[name]):
+                raise BadRequest(f"session_params.{name} must be {SESSION_TYPES[name].__name__} or null, got {value!r}")
+    if len(body.get("token_ids_logprob") or []) > VOCAB:
+        raise BadRequest(f"token_ids_logprob has more ids than the vocab size ({VOCAB})")
 
 
 def check_ids(ids: list[Any], state: State) -> list[int]:
@@ -127,6 +157,7 @@ def parse_generate(body: dict[str, Any], state: State) -> tuple[list[int], dict[
     if body.get("lora_path"):
         raise BadRequest("LoRA is not enabled on this server")
     check_top_logprobs(body.get("top_logprobs_num"))
+    check_fields_for_scheduler(body)
     for tid in body.get("token_ids_logprob") or []:
         if not 0 <= tid < VOCAB:
             raise BadRequest(f"token_ids_logprob contains out-of-vocabulary token id {tid}")

@@ -36,6 +36,8 @@ TOKENIZER_MANAGER = "sglang.srt.managers.tokenizer_manager"
 IO_STRUCT = "sglang.srt.managers.io_struct"
 SAMPLING_PARAMS = "sglang.srt.sampling.sampling_params"
 LOGPROB_RESULTS = "sglang.srt.managers.scheduler_components.logprob_result_processor"
+EXPECTED_INPUT_LOGPROBS = "SchedulerLogprobResultProcessor._calculate_relevant_tokens_len"
+SCHEDULE_BATCH = "sglang.srt.managers.schedule_batch"
 VOCAB = 1000
 HIDDEN = 16
 CONTEXT = 64
@@ -180,8 +182,8 @@ def test_pristine_scheduler_counts_fewer_input_logprobs_below_minus_one(trees, t
     scheduler asserts they are equal."""
     tree = trees.get(tree_name)
     TreeImporter.use(tree)
-    start_of_extend = load_defs(source(tree, "sglang.srt.managers.schedule_batch"), ["compute_extend_logprob_start_len"])
-    expected = load_defs(source(tree, LOGPROB_RESULTS), ["SchedulerLogprobResultProcessor._calculate_relevant_tokens_len"])
+    start_of_extend = load_defs(source(tree, SCHEDULE_BATCH), ["compute_extend_logprob_start_len"])
+    expected = load_defs(source(tree, LOGPROB_RESULTS), [EXPECTED_INPUT_LOGPROBS])
     req = SimpleNamespace(origin_input_ids=list(PROMPT), logprob_start_len=-2)
     processor = SimpleNamespace(_is_multi_item_scoring=lambda req: False)
     start = start_of_extend["compute_extend_logprob_start_len"](
@@ -189,7 +191,7 @@ def test_pristine_scheduler_counts_fewer_input_logprobs_below_minus_one(trees, t
     )
     computed = len(PROMPT) - start
     assert computed == len(PROMPT)
-    assert expected["SchedulerLogprobResultProcessor._calculate_relevant_tokens_len"](processor, req) == 2 != computed
+    assert expected[EXPECTED_INPUT_LOGPROBS](processor, req) == 2 != computed
 
 
 # -- input_embeds ------------------------------------------------------------

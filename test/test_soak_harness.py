@@ -99,6 +99,9 @@ def test_every_bad_input_is_tried_and_rejected_with_its_reason(healthy: dict) ->
     by_name = {b["name"]: b for b in healthy["bad_inputs"]}
     assert by_name["generate_oov_input_id"]["verdict"] == "rejected_4xx"
     assert "522" in by_name["generate_oov_input_id"]["message"]
+    # patch 0015's fields: on 0.5.17 these crash the scheduler or get a 500
+    for name in ("logprob_start_len_below_minus_one", "session_id_not_a_string", "logit_bias_value_string"):
+        assert by_name[f"generate_{name}"]["verdict"] == "rejected_4xx", by_name[f"generate_{name}"]
 
 
 @pytest.mark.parametrize(

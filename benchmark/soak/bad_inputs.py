@@ -43,7 +43,7 @@ def _j(payload: Any) -> bytes:
 
 
 def bad_inputs(vocab_size: int, context_len: int, model: str) -> list[BadInput]:
-    """The catalogue, for a server with this vocabulary and context length (58 cases)."""
+    """The catalogue, for a server with this vocabulary and context length (67 cases)."""
     oov, long_ids = vocab_size + 10, [1] * (context_len + 8)
     gen = "/generate"
     cmp = "/v1/completions"
@@ -127,6 +127,22 @@ def bad_inputs(vocab_size: int, context_len: int, model: str) -> list[BadInput]:
         g("invalid_regex", {"max_new_tokens": 2, "regex": "(unclosed"}, must=False),
         g("image_data_on_text_model", {"max_new_tokens": 2}, must=False, image_data="data:image/png;base64,AAAA"),
         g("unknown_session", {"max_new_tokens": 2}, must=False, session_params={"id": "no-such-session"}),
+        # fields 0.5.17 hands to the scheduler unchecked (patch 0015): a crash there, or a 500 on the way
+        g("logprob_start_len_below_minus_one", {"max_new_tokens": 2}, mentions=("logprob_start_len",),
+          input_ids=list(range(1, 9)), text=None, return_logprob=True, logprob_start_len=-2),  # fmt: skip
+        g("input_embeds_empty", {"max_new_tokens": 2}, mentions=("input_embeds",), input_embeds=[], text=None),
+        g("input_embeds_wrong_width", {"max_new_tokens": 2}, mentions=("input_embeds",),
+          input_embeds=[[0.0] * 3, [0.0] * 5], text=None),  # fmt: skip
+        g("session_params_unknown_field", {"max_new_tokens": 2}, mentions=("session_params", "no_such_field"),
+          session_params={"id": "no-such-session", "no_such_field": 1}),  # fmt: skip
+        g("session_id_not_a_string", {"max_new_tokens": 2}, mentions=("session_params.id",),
+          session_params={"id": ["no-such-session"]}),  # fmt: skip
+        g("session_offset_not_an_integer", {"max_new_tokens": 2}, mentions=("session_params.offset",),
+          session_params={"id": "no-such-session", "offset": "x"}),  # fmt: skip
+        g("logit_bias_value_string", {"max_new_tokens": 2, "logit_bias": {"5": "x"}}, mentions=("logit_bias",)),
+        g("stop_token_ids_nested", {"max_new_tokens": 2, "stop_token_ids": [[1]]}, mentions=("stop_token_ids",)),
+        g("token_ids_logprob_past_vocab_size", {"max_new_tokens": 2}, mentions=("token_ids_logprob", str(vocab_size)),
+          return_logprob=True, token_ids_logprob=[1] * (vocab_size + 1)),  # fmt: skip
         # sizes that cost the server for everyone if it takes them
         g("n_4096", {"max_new_tokens": 1, "n": 4096}, must=False),
         g("stop_strings_10000", {"max_new_tokens": 4, "stop": ["x" * 64] * 10000}, must=False),
