@@ -1,0 +1,150 @@
+"""Patch 0017: the Triton backend's decode and target-verify graph metadata is filled inside the graph.
+
+With ``SGLANG_ENABLE_TRITON_METADATA_IN_GRAPH`` on, ``init_forward_metadata_in_graph`` (run inside
+the CUDA-graph capture) must fill kv_indptr, kv_indices, qo_indptr, mask_indptr and the kv splits
+exactly as the eager replay preparation did, and the replay preparation must leave those buffers
+alone while still copying the verify tree mask (a new tensor every batch). With the switch off, or
+for draft extend and the multi-step draft, nothing changes. The methods run on CPU tensors from
+the patched tree; the kv-indices Triton kernel is replaced by a reference gather.
+"""
+
+from __future__ import annotations
+
+import types
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import torch
+from sglang_trees import load_defs, source
+from sglang_trees import trees  # noqa: F401 (a fixture)
+
+BACKEND = "sglang.srt.layers.attention.triton_backend"
+METHODS = ["_metadata_in_graph_for", "init_forward_metadata_in_graph", "init_forward_metadata_out_graph",
+           "_verify_custom_mask", "_update_target_verify_buffers", "_update_decode_kv_buffers",
+           "_update_draft_extend_buffers", "_apply_cuda_graph_metadata", "_fill_kv_indptr_and_indices",
+           "get_num_kv_splits", "_translate_cuda_graph_shared_pool_locs", "_fill_cuda_graph_swa_out_cache_loc"]
+MAX_BS, CONTEXT, K = 4, 64, 4
+POISON = -7
+
+
+class Mode:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def is_decode_or_idle(self) -> bool:
+        return self.name == "decode"
+
+    def is_target_verify(self) -> bool:
+        return self.name == "verify"
+
+    def is_draft_extend_v2(self) -> bool:
+        return self.name == "draft_extend"
+
+
+class KvIndicesKernel:
+    """``create_flashinfer_kv_indices_triton[(bs,)](...)`` as a gather on CPU."""
+
+    def __getitem__(self, grid: Any):
+        def launch(req_to_token, req_pool_indices, seq_lens, kv_indptr, kv_start, kv_indices, stride):
+            for i in range(int(grid[0])):
+                start, n = int(kv_indptr[i]), int(seq_lens[i])
+                kv_indices[start:start + n] = req_to_token[int(req_pool_indices[i]), :n]
+        return launch
+
+
+def backend(tree: Path, in_graph: bool) -> SimpleNamespace:
+    defs = load_defs(source(tree, BACKEND), [f"TritonAttnBackend.{m}" for m in METHODS],
+                     extra={"create_flashinfer_kv_indices_triton": KvIndicesKernel(),
+                            # not reached here (no sliding window, static kv splits)
+                            "get_num_kv_splits_triton": None, "update_sliding_window_buffer": None})
+    b = SimpleNamespace(
+        metadata_in_graph=in_graph, device="cpu", dcp_size=1, sliding_window_size=None,
+        use_sliding_window_kv_pool=False, _translate_kv_loc=None, num_draft_tokens=K,
+        speculative_num_steps=K - 1, static_kv_splits=True, device_core_count=0, enable_deterministic=False,
+        max_kv_splits=8, req_to_token=torch.arange(MAX_BS * CONTEXT, dtype=torch.int32).view(MAX_BS, CONTEXT),
+        kv_indptr=torch.zeros(MAX_BS + 1, dtype=torch.int32), qo_indptr=torch.zeros(MAX_BS + 1, dtype=torch.int32),
+        mask_indptr=torch.zeros(MAX_BS + 1, dtype=torch.int64),
+        cuda_graph_kv_indices=torch.zeros(MAX_BS * CONTEXT, dtype=torch.int32),
+        cuda_graph_num_kv_splits=torch.zeros(MAX_BS, dtype=torch.int32), window_kv_indptr=None,
+        _verify_mask=SimpleNamespace(buffer=torch.zeros(MAX_BS * K * (CONTEXT + K), dtype=torch.bool)))
+    for name in METHODS:
+        setattr(b, name, types.MethodType(defs[f"TritonAttnBackend.{name}"], b))
+    return b
+
+
+def batch(mode: str, spec: bool) -> SimpleNamespace:
+    seq_lens = torch.tensor([5, 9, 1, 13], dtype=torch.int64)
+    spec_info = None
+    if spec:
+        spec_info = SimpleNamespace(draft_token_num=K, custom_mask=torch.ones(37, dtype=torch.bool),
+                                    extend_seq_lens_tensor=torch.full((MAX_BS,), K, dtype=torch.int32))
+    return SimpleNamespace(batch_size=MAX_BS, forward_mode=Mode(mode), spec_info=spec_info, seq_lens=seq_lens,
+                           req_pool_indices=torch.tensor([2, 0, 3, 1]), encoder_lens=None, seq_lens_sum=None,
+                           out_cache_loc=None)
+
+
+BUFFERS = ("kv_indptr", "qo_indptr", "mask_indptr", "cuda_graph_kv_indices", "cuda_graph_num_kv_splits")
+
+
+def poison(b: SimpleNamespace) -> None:
+    """Every buffer the fill writes set to POISON; indptr[0] stays 0, as the backend allocates it."""
+    for name in BUFFERS:
+        getattr(b, name).fill_(POISON)
+    b.kv_indptr[0] = b.mask_indptr[0] = 0
+    b._verify_mask.buffer.zero_()
+
+
+def snapshot(b: SimpleNamespace) -> dict[str, torch.Tensor]:
+    return {name: getattr(b, name).clone() for name in (*BUFFERS,)} | {"mask": b._verify_mask.buffer.clone()}
+
+
+@pytest.mark.parametrize("mode,spec", [("decode", False), ("verify", True)])
+def test_the_in_graph_hook_fills_what_replay_preparation_filled(trees, mode: str, spec: bool) -> None:
+    tree = trees.get("patched")
+    eager = backend(tree, in_graph=False)
+    poison(eager)
+    eager.init_forward_metadata_out_graph(batch(mode, spec))  # replay preparation, switch off
+    expected = snapshot(eager)
+
+    graphed = backend(tree, in_graph=True)
+    poison(graphed)
+    before = snapshot(graphed)
+    graphed.init_forward_metadata_out_graph(batch(mode, spec))  # replay preparation, switch on
+    untouched = snapshot(graphed)
+    for name in BUFFERS:
+        assert torch.equal(untouched[name], before[name]), f"replay preparation still filled {name}"
+    assert torch.equal(untouched["mask"], expected["mask"]), "the tree mask must still be copied before replay"
+
+    graphed.init_forward_metadata_in_graph(batch(mode, spec))  # what the captured graph replays
+    filled = snapshot(graphed)
+    for name in (*BUFFERS, "mask"):
+        assert torch.equal(filled[name], expected[name]), name
+    assert not bool((expected["cuda_graph_kv_indices"][: int(expected["kv_indptr"][MAX_BS])] == POISON).any())
+
+
+@pytest.mark.parametrize("mode,spec", [("decode", False), ("verify", True)])
+def test_switched_off_the_in_graph_hook_does_nothing(trees, mode: str, spec: bool) -> None:
+    b = backend(trees.get("patched"), in_graph=False)
+    poison(b)
+    before = snapshot(b)
+    b.init_forward_metadata_in_graph(batch(mode, spec))
+    assert all(torch.equal(v, before[k]) for k, v in snapshot(b).items())
+
+
+@pytest.mark.parametrize("mode,spec", [("draft_extend", True), ("decode", True)])
+def test_draft_extend_and_the_multi_step_draft_keep_the_eager_fill(trees, mode: str, spec: bool) -> None:
+    b = backend(trees.get("patched"), in_graph=True)
+    poison(b)
+    before = snapshot(b)
+    b.init_forward_metadata_in_graph(batch(mode, spec))
+    assert all(torch.equal(v, before[k]) for k, v in snapshot(b).items())
+
+
+def test_the_switch_defaults_off(trees, monkeypatch) -> None:
+    from sglang_trees import TreeImporter
+
+    monkeypatch.delenv("SGLANG_ENABLE_TRITON_METADATA_IN_GRAPH", raising=False)
+    envs = TreeImporter.module(trees.get("patched"), "sglang.srt.environ").envs
+    assert envs.SGLANG_ENABLE_TRITON_METADATA_IN_GRAPH.get() is False
