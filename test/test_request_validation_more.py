@@ -31,16 +31,22 @@ from sglang_trees import (  # noqa: F401 (trees: a module-scoped fixture)
     source,
     trees,
 )
+from test_request_validation import (  # the 0004/0005 tests' request stand-ins and verdicts
+    CONTEXT,
+    IO_STRUCT,
+    SAMPLING_PARAMS,
+    TOKENIZER_MANAGER,
+    VOCAB,
+    FakeEmbeddingReq,
+    _assert_rejected,
+    _outcome,
+    _sampling_validator,
+)
 
-TOKENIZER_MANAGER = "sglang.srt.managers.tokenizer_manager"
-IO_STRUCT = "sglang.srt.managers.io_struct"
-SAMPLING_PARAMS = "sglang.srt.sampling.sampling_params"
 LOGPROB_RESULTS = "sglang.srt.managers.scheduler_components.logprob_result_processor"
 EXPECTED_INPUT_LOGPROBS = "SchedulerLogprobResultProcessor._calculate_relevant_tokens_len"
 SCHEDULE_BATCH = "sglang.srt.managers.schedule_batch"
-VOCAB = 1000
 HIDDEN = 16
-CONTEXT = 64
 PROMPT = [5, 6, 7, 8, 9, 10, 11, 12]
 
 TREES_0517 = ["patched", pytest.param("pristine", marks=SHOWS_THE_BUG)]
@@ -64,10 +70,6 @@ class FakeGenerateReq:
         return False
 
 
-class FakeEmbeddingReq:
-    """Only an ``isinstance`` target: these tests send generate requests."""
-
-
 def _tokenized(**fields: Any) -> SimpleNamespace:
     return SimpleNamespace(**fields)
 
@@ -88,7 +90,7 @@ class TokenizerPath:
 
     def __init__(self, tree: Path) -> None:
         TreeImporter.use(tree)
-        sampling = _optional_defs(source(tree, SAMPLING_PARAMS), ["validate_sampling_params"])  # patch 0005
+        sampling = _sampling_validator(tree)  # patch 0005
         session = load_defs(source(tree, IO_STRUCT), ["SessionParams"])
         extra = {
             "GenerateReqInput": FakeGenerateReq,
@@ -130,19 +132,12 @@ class TokenizerPath:
         Returns the exception raised, or None when the request would go to the scheduler."""
         time_stats = SimpleNamespace(set_tokenize_finish_time=lambda: None)
         self.rid_to_state[req.rid] = SimpleNamespace(time_stats=time_stats)
-        try:
+
+        def validate_and_build() -> None:
             self._validate_one_request(req, req.input_ids)
             self._create_tokenized_object(req, None, req.input_ids, req.input_embeds)
-        except Exception as e:  # noqa: BLE001 (the test inspects which one)
-            return e
-        return None
 
-
-def _assert_rejected(error: BaseException | None, *words: str) -> None:
-    """A ValueError (answered with 400) whose message holds every word."""
-    assert isinstance(error, ValueError), f"expected a ValueError, got {error!r}"
-    for word in words:
-        assert word in str(error), f"{word!r} not in {str(error)!r}"
+        return _outcome(validate_and_build)
 
 
 @pytest.fixture(params=TREES_0517)
@@ -221,11 +216,7 @@ def _determine_batch_size(tree: Path, input_embeds: Any) -> BaseException | None
     fn = load_defs(source(tree, IO_STRUCT), ["GenerateReqInput._determine_batch_size"])[
         "GenerateReqInput._determine_batch_size"
     ]
-    try:
-        fn(SimpleNamespace(text=None, input_ids=None, input_embeds=input_embeds))
-    except Exception as e:  # noqa: BLE001
-        return e
-    return None
+    return _outcome(fn, SimpleNamespace(text=None, input_ids=None, input_embeds=input_embeds))
 
 
 @pytest.mark.parametrize("tree_name", TREES_0517)
