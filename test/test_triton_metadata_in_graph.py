@@ -1,10 +1,11 @@
-"""Patch 0017: the Triton backend's decode and target-verify graph metadata is filled inside the graph.
+"""Patch 0017: the Triton backend's decode, target-verify and draft-extend graph metadata is filled in the graph.
 
 With ``SGLANG_ENABLE_TRITON_METADATA_IN_GRAPH`` on, ``init_forward_metadata_in_graph`` (run inside
 the CUDA-graph capture) must fill kv_indptr, kv_indices, qo_indptr, mask_indptr and the kv splits
 exactly as the eager replay preparation did, and the replay preparation must leave those buffers
-alone while still copying the verify tree mask (a new tensor every batch). With the switch off, or
-for draft extend and the multi-step draft, nothing changes. The methods run on CPU tensors from
+alone while still copying the verify tree mask (a new tensor every batch). Draft extend, captured
+with no extend lengths in its spec info, must read them from the batch's extend_seq_lens (the graph
+buffer replays refill). With the switch off, or for the multi-step draft, nothing changes. The methods run on CPU tensors from
 the patched tree; the kv-indices Triton kernel is replaced by a reference gather.
 """
 
@@ -82,7 +83,21 @@ def batch(mode: str, spec: bool) -> SimpleNamespace:
                                     extend_seq_lens_tensor=torch.full((MAX_BS,), K, dtype=torch.int32))
     return SimpleNamespace(batch_size=MAX_BS, forward_mode=Mode(mode), spec_info=spec_info, seq_lens=seq_lens,
                            req_pool_indices=torch.tensor([2, 0, 3, 1]), encoder_lens=None, seq_lens_sum=None,
-                           out_cache_loc=None)
+                           out_cache_loc=None, extend_seq_lens=torch.tensor([2, 3, 1, 4], dtype=torch.int32))
+
+
+def captured_draft_extend(b: SimpleNamespace) -> SimpleNamespace:
+    """A draft-extend batch as the runner captures it: spec info without extend lengths, the lengths in
+    the batch's extend_seq_lens (its graph buffer); at replay the runner sets spec info's tensor to it."""
+    fb = batch("draft_extend", spec=True)
+    fb.spec_info = SimpleNamespace(draft_token_num=K)
+    return fb
+
+
+def replayed_draft_extend() -> SimpleNamespace:
+    fb = batch("draft_extend", spec=True)
+    fb.spec_info.extend_seq_lens_tensor = fb.extend_seq_lens
+    return fb
 
 
 BUFFERS = ("kv_indptr", "qo_indptr", "mask_indptr", "cuda_graph_kv_indices", "cuda_graph_num_kv_splits")
@@ -139,9 +154,27 @@ def test_switched_off_the_in_graph_hook_does_nothing(trees, mode: str, spec: boo
     assert in_graph_hook_writes(trees.get("patched"), True, mode, spec)  # the same call switched on does
 
 
-@pytest.mark.parametrize("mode,spec", [("draft_extend", True), ("decode", True)])
-def test_draft_extend_and_the_multi_step_draft_keep_the_eager_fill(trees, mode: str, spec: bool) -> None:
-    assert not in_graph_hook_writes(trees.get("patched"), True, mode, spec)
+def test_the_multi_step_draft_keeps_the_eager_fill(trees) -> None:
+    assert not in_graph_hook_writes(trees.get("patched"), True, "decode", True)
+
+
+def test_draft_extend_reads_the_extend_lengths_buffer_in_the_graph(trees) -> None:
+    tree = trees.get("patched")
+    eager = backend(tree, in_graph=False)
+    poison(eager)
+    eager.init_forward_metadata_out_graph(replayed_draft_extend())  # replay preparation, switch off
+    expected = snapshot(eager)
+    graphed = backend(tree, in_graph=True)
+    poison(graphed)
+    before = snapshot(graphed)
+    graphed.init_forward_metadata_out_graph(replayed_draft_extend())  # replay preparation, switch on
+    assert all(torch.equal(v, before[k]) for k, v in snapshot(graphed).items())
+    graphed.init_forward_metadata_in_graph(captured_draft_extend(graphed))
+    filled = snapshot(graphed)
+    for name in ("kv_indptr", "qo_indptr", "cuda_graph_kv_indices"):
+        assert torch.equal(filled[name], expected[name]), name
+    # prefix lengths are seq_lens - extend lengths: 3, 6, 0, 9
+    assert expected["kv_indptr"].tolist() == [0, 3, 9, 9, 18]
 
 
 def test_the_switch_defaults_off(trees, monkeypatch) -> None:
