@@ -5,14 +5,14 @@ two steps every generate request takes before it is handed to the scheduler
 (the end of ``_tokenize_one_request``): ``_validate_one_request`` then
 ``_create_tokenized_object``, both executed from the tree's source with
 ``load_defs``, with the tree's real ``SamplingParams`` and ``SessionParams``.
-The patched 0.5.17 tree must answer a bad field with a ValueError (HTTP 400)
-whose message names it; pristine 0.5.17 must fail the same test (xfail strict):
-it hands the field to the scheduler, where it raises and stops the server
-(``logprob_start_len`` below -1, ``input_embeds`` of the wrong width,
-``logit_bias`` values that are not numbers, ``session_params`` ids that are not
-strings), or raises a TypeError that the HTTP layer answers with 500, or keeps
-an unbounded ``token_ids_logprob`` list. Only 0.5.17 is tested: the 0.5.23 port
-of 0015 is not done (patches/upstream/v0.5.23/not-ported).
+The patched trees (0.5.17, and its 0.5.23 port) must answer a bad field with a
+ValueError (HTTP 400) whose message names it; pristine 0.5.17 and 0.5.23 must
+fail the same test (xfail strict): they hand the field to the scheduler, where
+it raises and stops the server (``logprob_start_len`` below -1,
+``input_embeds`` of the wrong width, ``logit_bias`` values that are not
+numbers, ``session_params`` ids that are not strings), or raise a TypeError
+that the HTTP layer answers with 500, or keep an unbounded
+``token_ids_logprob`` list.
 """
 
 from __future__ import annotations
@@ -20,28 +20,30 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
 from sglang_trees import (  # noqa: F401 (trees: a module-scoped fixture)
-    SHOWS_THE_BUG,
+    PATCHED,
+    PATCHED_AND_PRISTINE,
     TreeImporter,
     load_defs,
     source,
     trees,
 )
 from test_request_validation import (  # the 0004/0005 tests' request stand-ins and verdicts
-    CONTEXT,
     IO_STRUCT,
     SAMPLING_PARAMS,
     TOKENIZER_MANAGER,
     VOCAB,
     FakeEmbeddingReq,
+    TokenizerManagerStub,
     _assert_rejected,
     _outcome,
     _sampling_validator,
 )
+from test_request_validation import FakeGenerateReq as ValidatedReq
 
 LOGPROB_RESULTS = "sglang.srt.managers.scheduler_components.logprob_result_processor"
 EXPECTED_INPUT_LOGPROBS = "SchedulerLogprobResultProcessor._calculate_relevant_tokens_len"
@@ -49,83 +51,56 @@ SCHEDULE_BATCH = "sglang.srt.managers.schedule_batch"
 HIDDEN = 16
 PROMPT = [5, 6, 7, 8, 9, 10, 11, 12]
 
-TREES_0517 = ["patched", pytest.param("pristine", marks=SHOWS_THE_BUG)]
 
-
-class FakeGenerateReq:
-    """One normalized single GenerateReqInput: the given fields, None for any other it is asked for."""
+class FakeGenerateReq(ValidatedReq):
+    """One normalized single GenerateReqInput: the given fields, None for any other it is asked for.
+    A subclass of the 0004/0005 stand-in, the ``GenerateReqInput`` of the validation it runs."""
 
     def __init__(self, **fields: Any) -> None:
         defaults = dict(
             rid="r1", input_ids=list(PROMPT), input_embeds=None, sampling_params={}, return_logprob=False,
             logprob_start_len=-1, top_logprobs_num=0, token_ids_logprob=None, session_params=None,
-            return_hidden_states=False, custom_logit_processor=None, stream=False,
+            return_hidden_states=False, custom_logit_processor=None, stream=False, has_mm=False,
         )  # fmt: skip
         self.__dict__.update({**defaults, **fields})
 
     def __getattr__(self, name: str) -> None:
         return None
 
-    def contains_mm_input(self) -> bool:
-        return False
-
 
 def _tokenized(**fields: Any) -> SimpleNamespace:
     return SimpleNamespace(**fields)
 
 
-def _optional_defs(path: Path, names: list[str], extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The definitions of ``names`` that the file has (each one looked up on its own)."""
-    found: dict[str, Any] = {}
-    for name in names:
-        try:
-            found.update(load_defs(path, [name], extra))
-        except LookupError:
-            continue
-    return found
-
-
-class TokenizerPath:
-    """The tree's validation and tokenized-object steps on a stand-in TokenizerManager."""
+class TokenizerPath(TokenizerManagerStub):
+    """The 0004/0005 stand-in's validation, then the tree's step that builds the scheduler's object."""
 
     def __init__(self, tree: Path) -> None:
-        TreeImporter.use(tree)
-        sampling = _sampling_validator(tree)  # patch 0005
-        session = load_defs(source(tree, IO_STRUCT), ["SessionParams"])
+        super().__init__(tree)
         extra = {
             "GenerateReqInput": FakeGenerateReq,
             "EmbeddingReqInput": FakeEmbeddingReq,
-            "TokenizedGenerateReqInput": _tokenized,
+            "TokenizedGenerateReqInput": _tokenized,  # 0.5.17; 0.5.23 reads tokenized_generate_req_type
             "TokenizedEmbeddingReqInput": _tokenized,  # named in the embedding branch
             "logger": logging.getLogger(__name__),
-            "get_request_return_hidden_states_mode": lambda requested: 0,
-            "get_server_return_hidden_states_mode": lambda *server_args: 0,
-            **sampling,
-            **session,
+            "_validate_watermark_request": lambda sampling_params: None,  # 0.5.23: no watermark asked for
+            "get_disagg": lambda: SimpleNamespace(disaggregation_transfer_backend=None),  # 0.5.23
+            **_sampling_validator(tree),  # patch 0005
+            **load_defs(source(tree, IO_STRUCT), ["SessionParams"]),
         }
-        names = [
-            "_validate_one_request",
-            "_validate_input_ids_in_vocab",
-            "_validate_token_ids_logprob",
-            "_validate_scheduler_fields",  # patch 0015
-            "_create_tokenized_object",
-        ]
-        defs = _optional_defs(source(tree, TOKENIZER_MANAGER), [f"TokenizerManager.{n}" for n in names], extra)
-        self._methods = {key.split(".", 1)[1]: fn for key, fn in defs.items()}
+        for name in ["_validate_scheduler_fields", "_create_tokenized_object"]:  # the first: patch 0015
+            try:
+                defs = load_defs(source(tree, TOKENIZER_MANAGER), [f"TokenizerManager.{name}"], extra)
+            except LookupError:
+                continue
+            self._methods[name] = defs[f"TokenizerManager.{name}"]
         self.sampling_params_class = TreeImporter.module(tree, SAMPLING_PARAMS).SamplingParams
+        self.tokenized_generate_req_type = _tokenized
         self.preferred_sampling_params = None
         self.tokenizer = None
-        self.context_len = CONTEXT
-        self.num_reserved_tokens = 0
-        self.allow_auto_truncate = False
-        self.validate_total_tokens = True
-        self.is_generation = True
         self.model_config = SimpleNamespace(vocab_size=VOCAB, hidden_size=HIDDEN)
         self.server_args = SimpleNamespace(enable_custom_logit_processor=False, disaggregation_transfer_backend=None)
         self.rid_to_state: dict[str, Any] = {}
-
-    def __getattr__(self, name: str) -> Callable[..., Any]:
-        return self._methods[name].__get__(self)
 
     def submit(self, req: FakeGenerateReq) -> BaseException | None:
         """What ``_tokenize_one_request`` does last: validate, then build the scheduler's object.
@@ -140,14 +115,14 @@ class TokenizerPath:
         return _outcome(validate_and_build)
 
 
-@pytest.fixture(params=TREES_0517)
+@pytest.fixture(params=PATCHED_AND_PRISTINE)
 def path(request, trees) -> TokenizerPath:
     return TokenizerPath(trees.get(request.param))
 
 
-@pytest.fixture
-def patched_path(trees) -> TokenizerPath:
-    return TokenizerPath(trees.get("patched"))
+@pytest.fixture(params=PATCHED)
+def patched_path(request, trees) -> TokenizerPath:
+    return TokenizerPath(trees.get(request.param))
 
 
 # -- logprob_start_len -------------------------------------------------------
@@ -170,9 +145,9 @@ def test_logprob_start_len_the_scheduler_takes_passes(
     assert patched_path.submit(req) is None
 
 
-@pytest.mark.parametrize("tree_name", ["pristine"])
+@pytest.mark.parametrize("tree_name", ["pristine", "upstream_pristine"])
 def test_pristine_scheduler_counts_fewer_input_logprobs_below_minus_one(trees, tree_name: str) -> None:
-    """The bug the check guards against, in 0.5.17's own scheduler code: with logprob_start_len
+    """The bug the check guards against, in the release's own scheduler code: with logprob_start_len
     -2 the logprobs computed (from position 0) outnumber the ones it expects, and the
     scheduler asserts they are equal."""
     tree = trees.get(tree_name)
@@ -180,7 +155,8 @@ def test_pristine_scheduler_counts_fewer_input_logprobs_below_minus_one(trees, t
     start_of_extend = load_defs(source(tree, SCHEDULE_BATCH), ["compute_extend_logprob_start_len"])
     expected = load_defs(source(tree, LOGPROB_RESULTS), [EXPECTED_INPUT_LOGPROBS])
     req = SimpleNamespace(origin_input_ids=list(PROMPT), logprob_start_len=-2)
-    processor = SimpleNamespace(_is_multi_item_scoring=lambda req: False)
+    # No multi-item scoring (0.5.17 asks _is_multi_item_scoring, 0.5.23 _scoring_positions).
+    processor = SimpleNamespace(_is_multi_item_scoring=lambda req: False, _scoring_positions=lambda req: None)
     start = start_of_extend["compute_extend_logprob_start_len"](
         logprob_start_len=-2, prefix_len=0, extend_len=len(PROMPT), full_untruncated_fill_len=len(PROMPT)
     )
@@ -219,10 +195,10 @@ def _determine_batch_size(tree: Path, input_embeds: Any) -> BaseException | None
     return _outcome(fn, SimpleNamespace(text=None, input_ids=None, input_embeds=input_embeds))
 
 
-@pytest.mark.parametrize("tree_name", TREES_0517)
+@pytest.mark.parametrize("tree_name", PATCHED_AND_PRISTINE)
 @pytest.mark.parametrize("embeds", [[], [[]]])
 def test_empty_input_embeds_is_a_400(trees, tree_name: str, embeds: list[Any]) -> None:
-    # 0.5.17 reads input_embeds[0][0] first: an IndexError, answered with 500.
+    # 0.5.17 and 0.5.23 read input_embeds[0][0] first: an IndexError, answered with 500.
     _assert_rejected(_determine_batch_size(trees.get(tree_name), embeds), "input_embeds", "empty")
 
 
@@ -232,7 +208,7 @@ def test_empty_input_embeds_is_a_400(trees, tree_name: str, embeds: list[Any]) -
 @pytest.mark.parametrize(
     "params, words",
     [
-        ({"id": "s", "no_such_field": 1}, ["session_params", "no_such_field"]),  # 0.5.17: TypeError, a 500
+        ({"id": "s", "no_such_field": 1}, ["session_params", "no_such_field"]),  # pristine: TypeError, a 500
         ({"id": ["s"]}, ["session_params.id", "str"]),  # the scheduler looks it up in a dict: unhashable
         ({"id": "s", "rid": {"a": 1}}, ["session_params.rid"]),
         ({"id": "s", "offset": "x"}, ["session_params.offset", "int"]),  # sliced into the session's context
@@ -266,7 +242,7 @@ def test_numeric_logit_bias_passes(patched_path: TokenizerPath) -> None:
 
 @pytest.mark.parametrize("ids", [[[1]], ["7"], [1.5], [{"id": 1}]])
 def test_stop_token_ids_entry_that_is_not_an_integer_is_rejected(path: TokenizerPath, ids: list[Any]) -> None:
-    # 0.5.17 runs int() on each entry: a TypeError (500) for a list or dict, "7" and 1.5 silently
+    # The pristine releases run int() on each entry: a TypeError (500) for a list or dict, "7" and 1.5 silently
     # become other ids.
     req = FakeGenerateReq(sampling_params={"max_new_tokens": 2, "stop_token_ids": ids})
     _assert_rejected(path.submit(req), "stop_token_ids")
