@@ -253,6 +253,20 @@ def _find_def(module: ast.Module, name: str) -> ast.stmt:
     raise LookupError(f"{name} not found")
 
 
+_PARSED: dict[tuple[str, int, int], tuple[ast.Module, dict[str, ast.stmt]]] = {}
+
+
+def _parsed(path: Path) -> tuple[ast.Module, dict[str, ast.stmt]]:
+    """``path``'s syntax tree and import table, parsed once per file version (SGLang's large modules
+    take a tenth of a second each to parse, and the validation tests load them per test)."""
+    stat = path.stat()
+    key = (str(path), stat.st_mtime_ns, stat.st_size)
+    if key not in _PARSED:
+        module = ast.parse(path.read_text(), filename=str(path))
+        _PARSED[key] = (module, _import_table(module))
+    return _PARSED[key]
+
+
 def load_defs(path: Path, names: list[str], extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """Execute the definitions ``names`` of ``path``; return them by name.
 
@@ -261,8 +275,7 @@ def load_defs(path: Path, names: list[str], extra: dict[str, Any] | None = None)
     first, else by running the module's own import for it (the tree must be
     active in ``TreeImporter`` if that import is from ``sglang``).
     """
-    module = ast.parse(path.read_text(), filename=str(path))
-    imports = _import_table(module)
+    module, imports = _parsed(path)
     namespace: dict[str, Any] = {"__name__": f"defs_of_{path.stem}", **(extra or {})}
     nodes = [_find_def(module, name) for name in names]
     tree = ast.Module(body=nodes, type_ignores=[])
