@@ -50,3 +50,18 @@ def test_kimi_speculation_keeps_greedy_output(kimi_models: Path, engine_dir: Pat
     assert output_ids(record) == base, "EAGLE-3 changed greedy output on the kimi pair at tp=2"
     k = SPEC["speculative_num_draft_tokens"]
     assert all(o["meta_info"]["spec_accept_length"] >= k - 0.2 for o in record["outputs"]), record["outputs"]
+
+
+IN_GRAPH = (("SGLANG_ENABLE_TRITON_METADATA_IN_GRAPH", "1"),)
+
+
+@pytest.mark.parametrize("family", ["tiny_models", "dense_models"])
+def test_metadata_filled_in_the_graph_keeps_greedy_output(family: str, request: pytest.FixtureRequest,
+                                                         engine_dir: Path) -> None:
+    """Patch 0017's switch: decode, verify and draft-extend graphs fill their own metadata."""
+    models = request.getfixturevalue(family)
+    base = output_ids(run_case(Case(models, spec=False), engine_dir))
+    assert output_ids(run_case(Case(models, spec=False, env=IN_GRAPH), engine_dir)) == base, \
+        "decode with the metadata filled in the graph changed greedy output"
+    spec = run_case(Case(models, spec=True, env=IN_GRAPH), engine_dir)
+    assert output_ids(spec) == base, "EAGLE-3 with the metadata filled in the graph changed greedy output"
