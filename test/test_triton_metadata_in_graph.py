@@ -5,8 +5,9 @@ the CUDA-graph capture) must fill kv_indptr, kv_indices, qo_indptr, mask_indptr 
 exactly as the eager replay preparation did, and the replay preparation must leave those buffers
 alone while still copying the verify tree mask (a new tensor every batch). Draft extend, captured
 with no extend lengths in its spec info, must read them from the batch's extend_seq_lens (the graph
-buffer replays refill). With the switch off, or for the multi-step draft, nothing changes. The methods run on CPU tensors from
-the patched tree; the kv-indices Triton kernel is replaced by a reference gather.
+buffer replays refill). Replay preparation skips the fill only for the modes whose capture ran the
+hook. With the switch off, or for the multi-step draft, nothing changes. The methods run on CPU
+tensors from the patched tree; the kv-indices Triton kernel is replaced by a reference gather.
 """
 
 from __future__ import annotations
@@ -31,8 +32,16 @@ POISON = -7
 
 
 class Mode:
+    """A forward mode (ForwardMode is an IntEnum: equal and hashable by value)."""
+
     def __init__(self, name: str) -> None:
         self.name = name
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Mode) and other.name == self.name
+
+    def __hash__(self) -> int:
+        return hash(self.name)
 
     def is_decode_or_idle(self) -> bool:
         return self.name == "decode"
@@ -61,7 +70,7 @@ def backend(tree: Path, in_graph: bool) -> SimpleNamespace:
                             # not reached here (no sliding window, static kv splits)
                             "get_num_kv_splits_triton": None, "update_sliding_window_buffer": None})
     b = SimpleNamespace(
-        metadata_in_graph=in_graph, device="cpu", dcp_size=1, sliding_window_size=None,
+        metadata_in_graph=in_graph, _modes_filled_in_graph=set(), device="cpu", dcp_size=1, sliding_window_size=None,
         use_sliding_window_kv_pool=False, _translate_kv_loc=None, num_draft_tokens=K,
         speculative_num_steps=K - 1, static_kv_splits=True, device_core_count=0, enable_deterministic=False,
         max_kv_splits=8, req_to_token=torch.arange(MAX_BS * CONTEXT, dtype=torch.int32).view(MAX_BS, CONTEXT),
@@ -124,6 +133,7 @@ def test_the_in_graph_hook_fills_what_replay_preparation_filled(trees, mode: str
     expected = snapshot(eager)
 
     graphed = backend(tree, in_graph=True)
+    graphed.init_forward_metadata_in_graph(batch(mode, spec))  # the capture records the fill
     poison(graphed)
     before = snapshot(graphed)
     graphed.init_forward_metadata_out_graph(batch(mode, spec))  # replay preparation, switch on
@@ -165,6 +175,7 @@ def test_draft_extend_reads_the_extend_lengths_buffer_in_the_graph(trees) -> Non
     eager.init_forward_metadata_out_graph(replayed_draft_extend())  # replay preparation, switch off
     expected = snapshot(eager)
     graphed = backend(tree, in_graph=True)
+    graphed.init_forward_metadata_in_graph(captured_draft_extend(graphed))  # the capture records the fill
     poison(graphed)
     before = snapshot(graphed)
     graphed.init_forward_metadata_out_graph(replayed_draft_extend())  # replay preparation, switch on
@@ -183,3 +194,16 @@ def test_the_switch_defaults_off(trees, monkeypatch) -> None:
     monkeypatch.delenv("SGLANG_ENABLE_TRITON_METADATA_IN_GRAPH", raising=False)
     envs = TreeImporter.module(trees.get("patched"), "sglang.srt.environ").envs
     assert envs.SGLANG_ENABLE_TRITON_METADATA_IN_GRAPH.get() is False
+
+
+def test_a_mode_whose_capture_never_ran_the_hook_keeps_the_eager_fill(trees) -> None:
+    """A runner that does not call the in-graph hook (e.g. another draft-extend runner) must still get
+    its metadata from replay preparation, switch on or not."""
+    tree = trees.get("patched")
+    eager = backend(tree, in_graph=False)
+    poison(eager)
+    eager.init_forward_metadata_out_graph(replayed_draft_extend())
+    graphed = backend(tree, in_graph=True)
+    poison(graphed)
+    graphed.init_forward_metadata_out_graph(replayed_draft_extend())
+    assert all(torch.equal(v, snapshot(eager)[k]) for k, v in snapshot(graphed).items())
