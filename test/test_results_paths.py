@@ -19,8 +19,10 @@ from benchmark.driver.portable import portable, portable_env, portable_file
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmark" / "results"
-# An absolute path under a machine's own folders (``$OUT/work/...`` or ``x/opt/`` is relative).
-MACHINE_PATH = re.compile(r"(?<![\w.\-$>~])/(?:work|opt|root|home)/")
+# The top-level folders a machine's own paths start with; an absolute path under one of them is a
+# machine path (``$OUT/work/...`` or ``x/opt/`` is relative). The tests spell them from this tuple.
+MACHINE_DIRS = ("work", "opt", "root", "home")
+MACHINE_PATH = re.compile(r"(?<![\w.\-$>~])/(?:" + "|".join(MACHINE_DIRS) + ")/")
 SUFFIXES = (".txt", ".json", ".md", ".sh", ".csv")
 # A made-up machine: repository, interpreter in a venv, device output folder.
 ROOT, PY, VENV, OUT = "/srv/ck", "/srv/env/.venv/bin/python3", "/srv/env/.venv", "/srv/out"
@@ -44,8 +46,10 @@ def test_no_committed_results_text_holds_a_machine_path() -> None:
 
 
 def test_the_machine_path_pattern() -> None:
-    assert MACHINE_PATH.findall('"/work/m" x:/opt/y (/root/z) /home/u') == ["/work/", "/opt/", "/root/", "/home/"]
-    assert MACHINE_PATH.findall("$OUT/work/t <venv>/opt/ a/root/ /tmp/home/x ~/home/") == []
+    work, opt, root, home = MACHINE_DIRS
+    absolute = f'"/{work}/m" x:/{opt}/y (/{root}/z) /{home}/u'
+    assert MACHINE_PATH.findall(absolute) == [f"/{d}/" for d in MACHINE_DIRS]
+    assert MACHINE_PATH.findall(f"$OUT/{work}/t <venv>/{opt}/ a/{root}/ /tmp/{home}/x ~/{home}/") == []
 
 
 @pytest.mark.parametrize(("text", "expected"), [
@@ -78,7 +82,7 @@ def test_portable_ignores_missing_and_root_paths() -> None:
 
 
 def test_portable_env_drops_path_and_rewrites_the_rest() -> None:
-    env = {"PATH": f"{VENV}/bin:/opt/gcc/bin", "PYTHONPATH": f"/tmp/site-fork:{ROOT}/python", "CUDA_X": "1"}
+    env = {"PATH": f"{VENV}/bin:/srv/gcc/bin", "PYTHONPATH": f"/tmp/site-fork:{ROOT}/python", "CUDA_X": "1"}
     assert portable_env(env, **PATHS) == {"PYTHONPATH": "/tmp/site-fork:python", "CUDA_X": "1"}
 
 
@@ -92,7 +96,7 @@ def test_driver_command_and_env_are_portable(monkeypatch: pytest.MonkeyPatch, tm
     text = artifacts.command_text(["benchmark/run.py", "--out", f"{OUT}/bench"], ROOT, [outcome], Path(ROOT))
     assert text.splitlines()[1:3] == ["cd .", "python3 benchmark/run.py --out $OUT/bench"]
     assert "env PYTHONPATH=python:/tmp/site-fork:. python3 -m benchmark.worker --spec /tmp/s.json" in text
-    record = artifacts.env_record([], [], tmp_path, [], environ={"PATH": "/opt/x/bin", "PYTHONPATH": str(tmp_path)})
+    record = artifacts.env_record([], [], tmp_path, [], environ={"PATH": "/srv/x/bin", "PYTHONPATH": str(tmp_path)})
     assert record["host"]["executable"] == "python3"
     assert record["environment"] == {"PYTHONPATH": "."}
 
