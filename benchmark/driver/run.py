@@ -207,11 +207,12 @@ def run(args: argparse.Namespace) -> int:
     shape = ModelShape.from_dir(args.models / "target")
     gpu_name = inventory[0]["name"] if inventory else "unknown"
     bandwidth = args.bandwidth or gpu_bandwidth(gpu_name)
+    paths = here(REPO)  # this machine's paths, recorded portably
     meta: dict[str, Any] = {
         "name": out_dir.name, "profile": args.profile, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "gpu": gpu_name, "gpu_count": len(inventory), "bandwidth_bytes_per_s": bandwidth,
-        "models": portable(str(args.models.resolve()), **here(REPO)), "model_shape": dataclasses.asdict(shape),
-        "budget_s": args.budget_s, "plan": plan.describe(), "argv": [portable(a, **here(REPO)) for a in argv]}
+        "models": portable(str(args.models.resolve()), **paths), "model_shape": dataclasses.asdict(shape),
+        "budget_s": args.budget_s, "plan": plan.describe(), "argv": [portable(a, **paths) for a in argv]}
     outcomes: list[JobOutcome] = []
 
     def write_env() -> None:  # at the start too: a run cut off by its caller keeps it

@@ -130,14 +130,13 @@ def host_line(facts: dict[str, Any]) -> str:
 
 
 def report(profile: Profile, min_pct: float, top: int = 15) -> str:
-    head = (f"== {profile.label} | {profile.title} | "
-            f"{profile.seconds:.2f} s\n"
-            f"  total   self  frame (inclusive share of the sampled wall time, then self)")
+    head = [f"== {profile.label} | {profile.title} | {profile.seconds:.2f} s"]
     if profile.host is not None:
-        head = head.replace("\n", "\n" + host_line(profile.host) + "\n", 1)
+        head.append(host_line(profile.host))
+    head.append("  total   self  frame (inclusive share of the sampled wall time, then self)")
     selfs = self_time(profile.root).most_common(top)
     tail = ["  top self time:"] + [f"{100.0 * n / profile.root.total:6.1f}%  {_short(name)}" for name, n in selfs]
-    return "\n".join([head, *tree_lines(profile.root, min_pct), *tail])
+    return "\n".join([*head, *tree_lines(profile.root, min_pct), *tail])
 
 
 def main(argv: list[str] | None = None) -> int:
