@@ -188,11 +188,14 @@ def test_draft_extend_reads_the_extend_lengths_buffer_in_the_graph(trees) -> Non
     assert expected["kv_indptr"].tolist() == [0, 3, 9, 9, 18]
 
 
-def test_the_switch_defaults_off(trees, monkeypatch) -> None:
+def test_the_switch_defaults_on_and_turns_off(trees, monkeypatch) -> None:
+    """On by default since its GPU parity and speed runs (benchmark/results/*-metadata-in-graph-0017)."""
     from sglang_trees import TreeImporter
 
-    monkeypatch.delenv("SGLANG_ENABLE_TRITON_METADATA_IN_GRAPH", raising=False)
     envs = TreeImporter.module(trees.get("patched"), "sglang.srt.environ").envs
+    monkeypatch.delenv("SGLANG_ENABLE_TRITON_METADATA_IN_GRAPH", raising=False)
+    assert envs.SGLANG_ENABLE_TRITON_METADATA_IN_GRAPH.get() is True
+    monkeypatch.setenv("SGLANG_ENABLE_TRITON_METADATA_IN_GRAPH", "false")
     assert envs.SGLANG_ENABLE_TRITON_METADATA_IN_GRAPH.get() is False
 
 

@@ -53,14 +53,16 @@ def test_kimi_speculation_keeps_greedy_output(kimi_models: Path, engine_dir: Pat
 
 
 IN_GRAPH = (("SGLANG_ENABLE_TRITON_METADATA_IN_GRAPH", "1"),)
+EAGER_FILL = (("SGLANG_ENABLE_TRITON_METADATA_IN_GRAPH", "0"),)
 
 
 @pytest.mark.parametrize("family", ["tiny_models", "dense_models"])
 def test_metadata_filled_in_the_graph_keeps_greedy_output(family: str, request: pytest.FixtureRequest,
                                                          engine_dir: Path) -> None:
-    """Patch 0017's switch: decode, verify and draft-extend graphs fill their own metadata."""
+    """Patch 0017's switch (on by default): decode, verify and draft-extend graphs fill their own
+    metadata; the baseline is plain decode with the eager fill."""
     models = request.getfixturevalue(family)
-    base = output_ids(run_case(Case(models, spec=False), engine_dir))
+    base = output_ids(run_case(Case(models, spec=False, env=EAGER_FILL), engine_dir))
     assert output_ids(run_case(Case(models, spec=False, env=IN_GRAPH), engine_dir)) == base, \
         "decode with the metadata filled in the graph changed greedy output"
     spec = run_case(Case(models, spec=True, env=IN_GRAPH), engine_dir)
