@@ -67,3 +67,16 @@ def test_metadata_filled_in_the_graph_keeps_greedy_output(family: str, request: 
         "decode with the metadata filled in the graph changed greedy output"
     spec = run_case(Case(models, spec=True, env=IN_GRAPH), engine_dir)
     assert output_ids(spec) == base, "EAGLE-3 with the metadata filled in the graph changed greedy output"
+
+
+SELECT_IN_GRAPH = (("SGLANG_ENABLE_DRAFT_EXTEND_SELECT_IN_GRAPH", "1"),)
+
+
+@pytest.mark.parametrize("family", ["tiny_models", "dense_models"])
+def test_draft_extend_selection_in_the_graph_keeps_greedy_output(family: str, request: pytest.FixtureRequest,
+                                                                 engine_dir: Path) -> None:
+    """Patch 0018's switch: the draft-extend graph picks the last accepted rows and their argmax."""
+    models = request.getfixturevalue(family)
+    base = output_ids(run_case(Case(models, spec=False), engine_dir))
+    spec = run_case(Case(models, spec=True, env=SELECT_IN_GRAPH), engine_dir)
+    assert output_ids(spec) == base, "EAGLE-3 with the draft-extend selection in the graph changed greedy output"

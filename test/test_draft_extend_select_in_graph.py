@@ -1,0 +1,180 @@
+"""Patch 0018: the draft extend's last accepted rows are picked inside its CUDA graph.
+
+With ``SGLANG_ENABLE_DRAFT_EXTEND_SELECT_IN_GRAPH`` on, the draft-extend runner's captured forward
+gathers row ``i * K + num_accept_tokens[i] - 1`` of the logits and hidden states and takes the
+argmax there (``_select_last_accepted``); ``EagleDraftWorker._draft_extend_for_decode`` then uses
+that selection instead of its eager arange/gather/argmax. Both paths must give the next draft input
+the same ``topk_p``, ``topk_index`` and ``hidden_states`` for every accept length, with the padded
+rows of a padded graph batch cut off. The runner turns the selection on only for greedy top-1
+drafting without rejection sampling, DSA seeding or gathered DP buffers.
+
+The worker method and the runner's methods run on CPU tensors from the patched tree; the graph
+replay is a stand-in that does what ``execute`` does with the captured selection (cut to the real
+batch size) and returns the full rows as ``LogitsProcessorOutput``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import torch
+from sglang_trees import load_defs, source
+from sglang_trees import trees  # noqa: F401 (a fixture)
+
+WORKER = "sglang.srt.speculative.eagle_worker_v2"
+RUNNER = "sglang.srt.speculative.eagle_draft_extend_cuda_graph_runner"
+K, MAX_BS, VOCAB, HIDDEN = 4, 8, 13, 6
+RAW_BS, PADDED_BS = 3, 4
+
+
+RUNNER_CLASS = "EAGLEDraftExtendCudaGraphRunner"
+
+
+def _runner_defs(tree) -> dict[str, Any]:
+    # DraftExtendSelection is a plain dataclass of three fields; a namespace stands in for it here.
+    names = [f"{RUNNER_CLASS}._select_last_accepted"]
+    defs = load_defs(source(tree, RUNNER), names,
+                     extra={"LogitsProcessorOutput": SimpleNamespace, "DraftExtendSelection": SimpleNamespace})
+    return {name.rpartition(".")[2]: value for name, value in defs.items()}
+
+
+def _worker_method(tree):
+    extra = {
+        "EagleDraftExtendInput": lambda **fields: SimpleNamespace(**fields),
+        "prepare_for_draft_extend": lambda draft_extend_input, *args, **kwargs: SimpleNamespace(
+            spec_info=draft_extend_input, forward_mode=SimpleNamespace(is_idle=lambda: False)),
+        "context_tuple": lambda *ctxs: contextlib.nullcontext(),
+        "graph_fallback": SimpleNamespace(note_runner=lambda *args: None),
+        "maybe_detect_nan": lambda *args: None,
+        "maybe_detect_inf": lambda *args: None,
+        "get_spec": lambda: SimpleNamespace(speculative_use_rejection_sampling=False),
+        "_is_hip": False,
+        # the top-k > 1 and rejection-sampling branches, never reached at topk 1 without rejection sampling
+        "fast_topk": None, "renorm_draft_probs": None, "sample_draft_proposal": None,
+    }
+    name = "EagleDraftWorker._draft_extend_for_decode"
+    return load_defs(source(tree, WORKER), [name], extra=extra)[name]
+
+
+class GraphStandIn:
+    """The draft-extend runner as the worker sees it: ``can_run_graph``, ``execute``, ``last_selection``.
+
+    ``execute`` fills the num_accept_tokens buffer as the real replay does (padded rows get K), runs
+    the patched ``_select_last_accepted`` on the "graph's" full output when the selection is on, and
+    cuts both to the real batch, as ``EAGLEDraftExtendCudaGraphRunner.execute`` does.
+    """
+
+    def __init__(self, defs: dict[str, Any], logits: torch.Tensor, hidden: torch.Tensor, select: bool) -> None:
+        self.defs, self.logits, self.hidden, self.select = defs, logits, hidden, select
+        self.row_starts = torch.arange(0, MAX_BS * K, K, dtype=torch.int64)
+        self.ones_topk_p = torch.ones((MAX_BS, 1), dtype=torch.float32)
+        self.last_selection = None
+        self.replays = 0
+
+    def can_run_graph(self, forward_batch: Any) -> bool:
+        return True
+
+    def execute(self, forward_batch: Any) -> SimpleNamespace:
+        self.replays += 1
+        raw_bs = forward_batch.spec_info.num_accept_tokens.shape[0]
+        num_accept_tokens = torch.full((PADDED_BS,), K, dtype=torch.int32)
+        num_accept_tokens[:raw_bs] = forward_batch.spec_info.num_accept_tokens
+        graph_out = SimpleNamespace(next_token_logits=self.logits, hidden_states=self.hidden)
+        self.last_selection = None
+        if self.select:
+            sel = self.defs["_select_last_accepted"](self, graph_out, num_accept_tokens)
+            self.last_selection = SimpleNamespace(
+                topk_p=sel.topk_p[:raw_bs], topk_index=sel.topk_index[:raw_bs],
+                hidden_states=sel.hidden_states[:raw_bs])
+        return SimpleNamespace(next_token_logits=self.logits[:raw_bs * K], hidden_states=self.hidden[:raw_bs * K])
+
+
+def _run_worker(tree, accept_lens: list[int], select: bool) -> tuple[SimpleNamespace, GraphStandIn]:
+    gen = torch.Generator().manual_seed(sum(accept_lens) + 17 * len(accept_lens))
+    logits = torch.randn((PADDED_BS * K, VOCAB), generator=gen)
+    hidden = torch.randn((PADDED_BS * K, HIDDEN), generator=gen)
+    runner = GraphStandIn(_runner_defs(tree), logits, hidden, select)
+    worker = SimpleNamespace(
+        speculative_num_draft_tokens=K, device="cpu", plan_stream_ctx=contextlib.nullcontext(), plan_stream=None,
+        draft_runner=SimpleNamespace(canary_manager=None), cuda_graph_runner_for_draft_extend=runner,
+        seed_dsa_topk_from_draft_extend=False, topk=1)
+    next_draft_input = SimpleNamespace()
+    batch = SimpleNamespace(seq_lens=torch.zeros(RAW_BS, dtype=torch.int64), sampling_info=None)
+    batch_result = SimpleNamespace(
+        logits_output=SimpleNamespace(hidden_states=hidden[:RAW_BS * K]),
+        accept_lens=torch.tensor(accept_lens, dtype=torch.int32),
+        next_token_ids=torch.zeros(RAW_BS * K, dtype=torch.int32), next_draft_input=next_draft_input)
+    _worker_method(tree)(worker, batch, batch_result)
+    return next_draft_input, runner
+
+
+ACCEPTS = [[1, 1, 1], [K, K, K], [1, K, 2], [3, 2, K]]
+
+
+@pytest.mark.parametrize("accept_lens", ACCEPTS, ids=lambda a: "-".join(map(str, a)))
+def test_the_in_graph_selection_gives_the_eager_next_draft_input(trees, accept_lens: list[int]) -> None:
+    tree = trees.get("patched")
+    eager, eager_runner = _run_worker(tree, accept_lens, select=False)
+    in_graph, graph_runner = _run_worker(tree, accept_lens, select=True)
+    assert eager_runner.replays == graph_runner.replays == 1
+    assert graph_runner.last_selection is not None and eager_runner.last_selection is None
+    rows = [i * K + a - 1 for i, a in enumerate(accept_lens)]
+    expected_index = graph_runner.logits[rows].argmax(dim=-1, keepdim=True)
+    for got in (eager, in_graph):
+        assert torch.equal(got.topk_index, expected_index)
+        assert got.topk_index.shape == (RAW_BS, 1) and got.topk_index.dtype == torch.int64
+        assert torch.equal(got.topk_p, torch.ones((RAW_BS, 1), dtype=torch.float32))
+        assert torch.equal(got.hidden_states, graph_runner.hidden[rows])
+
+
+def test_padded_rows_select_inside_their_own_request(trees) -> None:
+    """A padded request (num_accept_tokens = K) picks its own last row, never a neighbour's."""
+    defs = _runner_defs(trees.get("patched"))
+    stand_in = GraphStandIn(defs, torch.arange(PADDED_BS * K * 2.0).view(PADDED_BS * K, 2),
+                            torch.arange(PADDED_BS * K * 1.0).view(-1, 1), select=True)
+    out = SimpleNamespace(next_token_logits=stand_in.logits, hidden_states=stand_in.hidden)
+    sel = defs["_select_last_accepted"](stand_in, out, torch.tensor([2, 1, K, K], dtype=torch.int32))
+    assert sel.hidden_states.view(-1).tolist() == [1.0, 4.0, 11.0, 15.0]
+    assert sel.topk_p.shape == (PADDED_BS, 1)
+
+
+def _conditions(**changes: Any) -> SimpleNamespace:
+    base = dict(switch=True, topk=1, rejection=False, hip=False, dsa=False, gathered=False)
+    base.update(changes)
+    return SimpleNamespace(**base)
+
+
+@pytest.mark.parametrize("changes, expected", [
+    ({}, True),
+    ({"switch": False}, False),
+    ({"topk": 4}, False),
+    ({"rejection": True}, False),
+    ({"hip": True}, False),
+    ({"dsa": True}, False),
+    ({"gathered": True}, False),
+], ids=["greedy-topk1", "switch-off", "topk4", "rejection-sampling", "rocm", "dsa-seed", "dp-gathered"])
+def test_the_selection_is_on_only_for_greedy_top1_drafting(trees, changes: dict[str, Any], expected: bool) -> None:
+    c = _conditions(**changes)
+    path = source(trees.get("patched"), RUNNER)
+    extra = {
+        "envs": SimpleNamespace(SGLANG_ENABLE_DRAFT_EXTEND_SELECT_IN_GRAPH=SimpleNamespace(get=lambda: c.switch)),
+        "get_spec": lambda: SimpleNamespace(speculative_use_rejection_sampling=c.rejection),
+        "is_hip": lambda: c.hip,
+    }
+    name = f"{RUNNER_CLASS}._can_select_in_graph"
+    can_select = load_defs(path, [name], extra=extra)[name]
+    runner = SimpleNamespace(eagle_worker=SimpleNamespace(topk=c.topk, seed_dsa_topk_from_draft_extend=c.dsa),
+                             require_gathered_buffer=c.gathered)
+    assert bool(can_select(runner)) is expected
+
+
+def test_the_switch_defaults_off(trees, monkeypatch) -> None:
+    from sglang_trees import TreeImporter
+
+    monkeypatch.delenv("SGLANG_ENABLE_DRAFT_EXTEND_SELECT_IN_GRAPH", raising=False)
+    envs = TreeImporter.module(trees.get("patched"), "sglang.srt.environ").envs
+    assert envs.SGLANG_ENABLE_DRAFT_EXTEND_SELECT_IN_GRAPH.get() is False
+
