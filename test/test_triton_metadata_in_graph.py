@@ -7,11 +7,15 @@ alone while still copying the verify tree mask (a new tensor every batch). Draft
 with no extend lengths in its spec info, must read them from the batch's extend_seq_lens (the graph
 buffer replays refill). Replay preparation skips the fill only for the modes whose capture ran the
 hook. With the switch off, or for the multi-step draft, nothing changes. The methods run on CPU
-tensors from the patched tree; the kv-indices Triton kernel is replaced by a reference gather.
+tensors from the patched trees: 0.5.17 and its port to 0.5.23 (0016 there), where the kv indices come
+from ``KVIndexTranslator.pack_read_stream`` with the iteration's plan; the kv-indices Triton kernel
+(0.5.17) and a static pool's translator (0.5.23) are replaced by a reference gather. The pristine
+releases fill nothing in the graph: the fill checks fail there.
 """
 
 from __future__ import annotations
 
+import ast
 import types
 from pathlib import Path
 from types import SimpleNamespace
@@ -19,14 +23,18 @@ from typing import Any
 
 import pytest
 import torch
-from sglang_trees import load_defs, source
+from sglang_trees import PATCHED, PATCHED_AND_PRISTINE, load_defs, source
 from sglang_trees import trees  # noqa: F401 (a fixture)
 
 BACKEND = "sglang.srt.layers.attention.triton_backend"
+# Every method the fill runs through on either release; a tree lacks some (0.5.23 has no
+# _translate_cuda_graph_shared_pool_locs, 0.5.17 no _init_forward_metadata_out_graph, a pristine
+# tree none of the patch's own).
 METHODS = ["_metadata_in_graph_for", "init_forward_metadata_in_graph", "init_forward_metadata_out_graph",
-           "_verify_custom_mask", "_update_target_verify_buffers", "_update_decode_kv_buffers",
-           "_update_draft_extend_buffers", "_apply_cuda_graph_metadata", "_fill_kv_indptr_and_indices",
-           "get_num_kv_splits", "_translate_cuda_graph_shared_pool_locs", "_fill_cuda_graph_swa_out_cache_loc"]
+           "_init_forward_metadata_out_graph", "_verify_custom_mask", "_target_verify_num_tokens_per_req",
+           "_update_target_verify_buffers", "_update_decode_kv_buffers", "_update_draft_extend_buffers",
+           "_apply_cuda_graph_metadata", "_fill_kv_indptr_and_indices", "get_num_kv_splits",
+           "_translate_cuda_graph_shared_pool_locs", "_fill_cuda_graph_swa_out_cache_loc"]
 MAX_BS, CONTEXT, K = 4, 64, 4
 POISON = -7
 
@@ -52,34 +60,71 @@ class Mode:
     def is_draft_extend_v2(self) -> bool:
         return self.name == "draft_extend"
 
+    def is_dllm_extend(self) -> bool:
+        return False
+
+
+def gather(req_to_token: torch.Tensor, req_pool_indices: torch.Tensor, seq_lens: torch.Tensor,
+           kv_indptr: torch.Tensor, kv_indices: torch.Tensor) -> None:
+    """Each request's first ``seq_lens`` token slots from its ``req_to_token`` row, at ``kv_indptr``."""
+    for i in range(int(seq_lens.numel())):
+        start, n = int(kv_indptr[i]), int(seq_lens[i])
+        kv_indices[start:start + n] = req_to_token[int(req_pool_indices[i]), :n]
+
 
 class KvIndicesKernel:
-    """``create_flashinfer_kv_indices_triton[(bs,)](...)`` as a gather on CPU."""
+    """0.5.17's ``create_flashinfer_kv_indices_triton[(bs,)](...)`` as a gather on CPU."""
 
     def __getitem__(self, grid: Any):
         def launch(req_to_token, req_pool_indices, seq_lens, kv_indptr, kv_start, kv_indices, stride):
-            for i in range(int(grid[0])):
-                start, n = int(kv_indptr[i]), int(seq_lens[i])
-                kv_indices[start:start + n] = req_to_token[int(req_pool_indices[i]), :n]
+            gather(req_to_token, req_pool_indices, seq_lens[: int(grid[0])], kv_indptr, kv_indices)
         return launch
 
 
+class StaticPoolTranslator:
+    """0.5.23's ``KVIndexTranslator`` on a static pool (the one the in-graph fill is for): the read
+    stream is the ``req_to_token`` rows, whatever the plan."""
+
+    is_translating = False
+
+    def __init__(self, req_to_token: torch.Tensor) -> None:
+        self.req_to_token = req_to_token
+
+    def pack_read_stream(self, plan: Any, *, req_pool_indices: torch.Tensor, seq_lens: torch.Tensor,
+                         indptr: torch.Tensor, out: torch.Tensor, **_: Any) -> bool:
+        gather(self.req_to_token, req_pool_indices, seq_lens, indptr, out)
+        return False
+
+
+def backend_methods(tree: Path) -> set[str]:
+    """The names TritonAttnBackend defines in ``tree``."""
+    module = ast.parse(source(tree, BACKEND).read_text())
+    cls = next(n for n in module.body if isinstance(n, ast.ClassDef) and n.name == "TritonAttnBackend")
+    return {n.name for n in cls.body if isinstance(n, ast.FunctionDef)}
+
+
 def backend(tree: Path, in_graph: bool) -> SimpleNamespace:
-    defs = load_defs(source(tree, BACKEND), [f"TritonAttnBackend.{m}" for m in METHODS],
+    methods = [m for m in METHODS if m in backend_methods(tree)]
+    defs = load_defs(source(tree, BACKEND), [f"TritonAttnBackend.{m}" for m in methods],
                      extra={"create_flashinfer_kv_indices_triton": KvIndicesKernel(),
                             # not reached here (no sliding window, static kv splits)
-                            "get_num_kv_splits_triton": None, "update_sliding_window_buffer": None})
+                            "get_num_kv_splits_triton": None, "update_sliding_window_buffer": None,
+                            "IdSpaceKind": None})
+    req_to_token = torch.arange(MAX_BS * CONTEXT, dtype=torch.int32).view(MAX_BS, CONTEXT)
     b = SimpleNamespace(
         metadata_in_graph=in_graph, _modes_filled_in_graph=set(), device="cpu", dcp_size=1, sliding_window_size=None,
         use_sliding_window_kv_pool=False, _translate_kv_loc=None, num_draft_tokens=K,
         speculative_num_steps=K - 1, static_kv_splits=True, device_core_count=0, enable_deterministic=False,
-        max_kv_splits=8, req_to_token=torch.arange(MAX_BS * CONTEXT, dtype=torch.int32).view(MAX_BS, CONTEXT),
+        max_kv_splits=8, req_to_token=req_to_token, kv_index_translator=StaticPoolTranslator(req_to_token),
+        target_verify_num_tokens_per_req=K, dllm_attention=None, cuda_graph_uneven_batch=torch.zeros(1, dtype=torch.int32),
         kv_indptr=torch.zeros(MAX_BS + 1, dtype=torch.int32), qo_indptr=torch.zeros(MAX_BS + 1, dtype=torch.int32),
         mask_indptr=torch.zeros(MAX_BS + 1, dtype=torch.int64),
         cuda_graph_kv_indices=torch.zeros(MAX_BS * CONTEXT, dtype=torch.int32),
         cuda_graph_num_kv_splits=torch.zeros(MAX_BS, dtype=torch.int32), window_kv_indptr=None,
         _verify_mask=SimpleNamespace(buffer=torch.zeros(MAX_BS * K * (CONTEXT + K), dtype=torch.bool)))
-    for name in METHODS:
+    # A pristine tree's hook is AttentionBackend's no-op.
+    b.init_forward_metadata_in_graph = lambda forward_batch: None
+    for name in methods:
         setattr(b, name, types.MethodType(defs[f"TritonAttnBackend.{name}"], b))
     return b
 
@@ -88,11 +133,12 @@ def batch(mode: str, spec: bool) -> SimpleNamespace:
     seq_lens = torch.tensor([5, 9, 1, 13], dtype=torch.int64)
     spec_info = None
     if spec:
-        spec_info = SimpleNamespace(draft_token_num=K, custom_mask=torch.ones(37, dtype=torch.bool),
+        spec_info = SimpleNamespace(draft_token_num=K, num_tokens_per_req=K, custom_mask=torch.ones(37, dtype=torch.bool),
                                     extend_seq_lens_tensor=torch.full((MAX_BS,), K, dtype=torch.int32))
     return SimpleNamespace(batch_size=MAX_BS, forward_mode=Mode(mode), spec_info=spec_info, seq_lens=seq_lens,
                            req_pool_indices=torch.tensor([2, 0, 3, 1]), encoder_lens=None, seq_lens_sum=None,
-                           out_cache_loc=None, extend_seq_lens=torch.tensor([2, 3, 1, 4], dtype=torch.int32))
+                           out_cache_loc=None, extend_seq_lens=torch.tensor([2, 3, 1, 4], dtype=torch.int32),
+                           kv_loc_plan=None)
 
 
 def captured_draft_extend(b: SimpleNamespace) -> SimpleNamespace:
@@ -124,9 +170,10 @@ def snapshot(b: SimpleNamespace) -> dict[str, torch.Tensor]:
     return {name: getattr(b, name).clone() for name in (*BUFFERS,)} | {"mask": b._verify_mask.buffer.clone()}
 
 
+@pytest.mark.parametrize("tree_name", PATCHED_AND_PRISTINE)
 @pytest.mark.parametrize("mode,spec", [("decode", False), ("verify", True)])
-def test_the_in_graph_hook_fills_what_replay_preparation_filled(trees, mode: str, spec: bool) -> None:
-    tree = trees.get("patched")
+def test_the_in_graph_hook_fills_what_replay_preparation_filled(trees, tree_name: str, mode: str, spec: bool) -> None:
+    tree = trees.get(tree_name)
     eager = backend(tree, in_graph=False)
     poison(eager)
     eager.init_forward_metadata_out_graph(batch(mode, spec))  # replay preparation, switch off
@@ -158,18 +205,21 @@ def in_graph_hook_writes(tree: Path, in_graph: bool, mode: str, spec: bool) -> b
     return not all(torch.equal(v, before[k]) for k, v in snapshot(b).items())
 
 
+@pytest.mark.parametrize("tree_name", PATCHED_AND_PRISTINE)
 @pytest.mark.parametrize("mode,spec", [("decode", False), ("verify", True)])
-def test_switched_off_the_in_graph_hook_does_nothing(trees, mode: str, spec: bool) -> None:
-    assert not in_graph_hook_writes(trees.get("patched"), False, mode, spec)
-    assert in_graph_hook_writes(trees.get("patched"), True, mode, spec)  # the same call switched on does
+def test_switched_off_the_in_graph_hook_does_nothing(trees, tree_name: str, mode: str, spec: bool) -> None:
+    assert not in_graph_hook_writes(trees.get(tree_name), False, mode, spec)
+    assert in_graph_hook_writes(trees.get(tree_name), True, mode, spec)  # the same call switched on does
 
 
-def test_the_multi_step_draft_keeps_the_eager_fill(trees) -> None:
-    assert not in_graph_hook_writes(trees.get("patched"), True, "decode", True)
+@pytest.mark.parametrize("tree_name", PATCHED)
+def test_the_multi_step_draft_keeps_the_eager_fill(trees, tree_name: str) -> None:
+    assert not in_graph_hook_writes(trees.get(tree_name), True, "decode", True)
 
 
-def test_draft_extend_reads_the_extend_lengths_buffer_in_the_graph(trees) -> None:
-    tree = trees.get("patched")
+@pytest.mark.parametrize("tree_name", PATCHED_AND_PRISTINE)
+def test_draft_extend_reads_the_extend_lengths_buffer_in_the_graph(trees, tree_name: str) -> None:
+    tree = trees.get(tree_name)
     eager = backend(tree, in_graph=False)
     poison(eager)
     eager.init_forward_metadata_out_graph(replayed_draft_extend())  # replay preparation, switch off
@@ -188,21 +238,23 @@ def test_draft_extend_reads_the_extend_lengths_buffer_in_the_graph(trees) -> Non
     assert expected["kv_indptr"].tolist() == [0, 3, 9, 9, 18]
 
 
-def test_the_switch_defaults_on_and_turns_off(trees, monkeypatch) -> None:
-    """On by default since its GPU parity and speed runs (benchmark/results/*-metadata-in-graph-0017)."""
+@pytest.mark.parametrize("tree_name", PATCHED)
+def test_the_switch_defaults_on_and_turns_off(trees, tree_name: str, monkeypatch) -> None:
+    """On by default since its GPU parity and speed runs on 0.5.17 (benchmark/results/*-metadata-in-graph-0017)."""
     from sglang_trees import TreeImporter
 
-    envs = TreeImporter.module(trees.get("patched"), "sglang.srt.environ").envs
+    envs = TreeImporter.module(trees.get(tree_name), "sglang.srt.environ").envs
     monkeypatch.delenv("SGLANG_ENABLE_TRITON_METADATA_IN_GRAPH", raising=False)
     assert envs.SGLANG_ENABLE_TRITON_METADATA_IN_GRAPH.get() is True
     monkeypatch.setenv("SGLANG_ENABLE_TRITON_METADATA_IN_GRAPH", "false")
     assert envs.SGLANG_ENABLE_TRITON_METADATA_IN_GRAPH.get() is False
 
 
-def test_a_mode_whose_capture_never_ran_the_hook_keeps_the_eager_fill(trees) -> None:
+@pytest.mark.parametrize("tree_name", PATCHED)
+def test_a_mode_whose_capture_never_ran_the_hook_keeps_the_eager_fill(trees, tree_name: str) -> None:
     """A runner that does not call the in-graph hook (e.g. another draft-extend runner) must still get
     its metadata from replay preparation, switch on or not."""
-    tree = trees.get("patched")
+    tree = trees.get(tree_name)
     eager = backend(tree, in_graph=False)
     poison(eager)
     eager.init_forward_metadata_out_graph(replayed_draft_extend())
