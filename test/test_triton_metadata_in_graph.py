@@ -116,7 +116,8 @@ def backend(tree: Path, in_graph: bool) -> SimpleNamespace:
         use_sliding_window_kv_pool=False, _translate_kv_loc=None, num_draft_tokens=K,
         speculative_num_steps=K - 1, static_kv_splits=True, device_core_count=0, enable_deterministic=False,
         max_kv_splits=8, req_to_token=req_to_token, kv_index_translator=StaticPoolTranslator(req_to_token),
-        target_verify_num_tokens_per_req=K, dllm_attention=None, cuda_graph_uneven_batch=torch.zeros(1, dtype=torch.int32),
+        target_verify_num_tokens_per_req=K, dllm_attention=None,  # 0.5.23
+        cuda_graph_uneven_batch=torch.zeros(1, dtype=torch.int32),
         kv_indptr=torch.zeros(MAX_BS + 1, dtype=torch.int32), qo_indptr=torch.zeros(MAX_BS + 1, dtype=torch.int32),
         mask_indptr=torch.zeros(MAX_BS + 1, dtype=torch.int64),
         cuda_graph_kv_indices=torch.zeros(MAX_BS * CONTEXT, dtype=torch.int32),
@@ -133,7 +134,8 @@ def batch(mode: str, spec: bool) -> SimpleNamespace:
     seq_lens = torch.tensor([5, 9, 1, 13], dtype=torch.int64)
     spec_info = None
     if spec:
-        spec_info = SimpleNamespace(draft_token_num=K, num_tokens_per_req=K, custom_mask=torch.ones(37, dtype=torch.bool),
+        spec_info = SimpleNamespace(draft_token_num=K, num_tokens_per_req=K,  # 0.5.17, 0.5.23
+                                    custom_mask=torch.ones(37, dtype=torch.bool),
                                     extend_seq_lens_tensor=torch.full((MAX_BS,), K, dtype=torch.int32))
     return SimpleNamespace(batch_size=MAX_BS, forward_mode=Mode(mode), spec_info=spec_info, seq_lens=seq_lens,
                            req_pool_indices=torch.tensor([2, 0, 3, 1]), encoder_lens=None, seq_lens_sum=None,
