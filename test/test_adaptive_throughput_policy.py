@@ -1,0 +1,199 @@
+"""Patch 0019: ``--speculative-adaptive`` picks a slot's step count by measured tokens per second.
+
+The slots run on CPU from the patched tree's ``adaptive_spec_params`` against a simulated server:
+a fake clock advances by the cycle time of the step count in force, and each verify result accepts
+a chain of drafts, each draft with a fixed probability given the one before. A throughput slot must
+settle where the simulated tokens per second peak (including steps 0 where a cycle is much dearer
+than a decode step), where the accept-length policy settles elsewhere; cycle times across a switch,
+across slots, or over ``max_cycle_s`` must not count; the default policy must behave as before.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+from sglang_trees import TreeImporter
+from sglang_trees import trees  # noqa: F401 (a fixture)
+
+MODULE = "sglang.srt.speculative.adaptive_spec_params"
+CANDIDATES = [0, 1, 3, 7]
+
+
+@pytest.fixture
+def asp(trees, monkeypatch) -> Any:
+    monkeypatch.delenv("SGLANG_SPEC_ADAPTIVE_POLICY", raising=False)
+    return TreeImporter.module(trees.get("patched"), MODULE)
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _config(tmp_path: Path, policy: str | None, candidates: list[int] = CANDIDATES, **knobs: Any) -> str:
+    entry: dict[str, Any] = {"candidate_steps": candidates, **knobs}
+    if policy is not None:
+        entry["policy"] = policy
+    path = tmp_path / "adaptive.json"
+    path.write_text(json.dumps({"1": entry}))
+    return str(path)
+
+
+def _serve(params: Any, clock: FakeClock, cycle_s: Callable[[int], float], accept_rate: float,
+           batches: int, bs: int = 4, seed: int = 0) -> Counter:
+    """Run ``batches`` verify results; return how many ran at each step count."""
+    rng = random.Random(seed)
+    ran: Counter = Counter()
+    for _ in range(batches):
+        steps = params.get_steps_for_batch(bs)
+        ran[steps] += 1
+        clock.now += cycle_s(steps)
+        accepted = []
+        for _ in range(bs):
+            n = 0
+            while n < steps and rng.random() < accept_rate:
+                n += 1
+            accepted.append(n)
+        params.on_verify_complete(accepted, bs)
+    return ran
+
+
+def _tokens_per_s(cycle_s: Callable[[int], float], accept_rate: float, steps: int) -> float:
+    return sum(accept_rate ** i for i in range(steps + 1)) / cycle_s(steps)
+
+
+def _settled(asp: Any, tmp_path: Path, policy: str | None, cycle_s: Callable[[int], float],
+             accept_rate: float, initial: int = 3) -> int:
+    clock = FakeClock()
+    params = asp.AdaptiveSpeculativeParams(initial_steps=initial, cfg_path=_config(tmp_path, policy), clock=clock)
+    _serve(params, clock, cycle_s, accept_rate, batches=400)
+    tail = _serve(params, clock, cycle_s, accept_rate, batches=200, seed=1)
+    return tail.most_common(1)[0][0]
+
+
+def small_batch(steps: int) -> float:
+    """Host-bound small batch: a decode-like base plus a cheap draft step."""
+    return 0.004 + 0.0004 * steps + (0.002 if steps else 0.0)
+
+
+def large_batch(steps: int) -> float:
+    """Large batch: every cycle with drafting costs much more than a decode step."""
+    return 0.010 if steps == 0 else 0.022 + 0.004 * steps
+
+
+def test_throughput_settles_on_a_long_chain_when_drafts_are_cheap_and_good(asp, tmp_path: Path) -> None:
+    best = max(CANDIDATES, key=lambda s: _tokens_per_s(small_batch, 0.8, s))
+    assert best == 7
+    assert _settled(asp, tmp_path, "throughput", small_batch, 0.8) == best
+
+
+def test_throughput_falls_back_to_steps_0_where_a_cycle_costs_more_than_it_yields(asp, tmp_path: Path) -> None:
+    best = max(CANDIDATES, key=lambda s: _tokens_per_s(large_batch, 0.7, s))
+    assert best == 0
+    assert _settled(asp, tmp_path, "throughput", large_batch, 0.7) == 0
+    # the accept-length policy looks only at acceptance and keeps drafting at a loss
+    assert _settled(asp, tmp_path, "accept_len", large_batch, 0.7) != 0
+
+
+def test_the_env_var_sets_the_policy_of_slots_that_do_not_name_one(trees, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("SGLANG_SPEC_ADAPTIVE_POLICY", "throughput")
+    asp = TreeImporter.module(trees.get("patched"), MODULE)
+    params = asp.AdaptiveSpeculativeParams(initial_steps=3, cfg_path=_config(tmp_path, None))
+    assert isinstance(params._route(1), asp.ThroughputStepSlot)
+
+
+def test_the_default_policy_is_the_accept_length_one(asp, tmp_path: Path) -> None:
+    params = asp.AdaptiveSpeculativeParams(initial_steps=3, cfg_path=_config(tmp_path, None))
+    slot = params._route(1)
+    assert type(slot) is asp.AdaptiveStepSlot
+    default = asp.AdaptiveSpeculativeParams(initial_steps=3)
+    assert all(type(s) is asp.AdaptiveStepSlot for s in default._slots.values())
+
+
+def test_an_unknown_policy_is_rejected(asp, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="policy"):
+        asp.AdaptiveSpeculativeParams(initial_steps=3, cfg_path=_config(tmp_path, "fastest"))
+
+
+def test_the_unknown_env_policy_is_rejected(trees, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("SGLANG_SPEC_ADAPTIVE_POLICY", "fastest")
+    asp = TreeImporter.module(trees.get("patched"), MODULE)
+    with pytest.raises(ValueError, match="SGLANG_SPEC_ADAPTIVE_POLICY"):
+        asp.AdaptiveSpeculativeParams(initial_steps=3, cfg_path=_config(tmp_path, None))
+
+
+@pytest.mark.parametrize("steps", [1, 3, 7])
+@pytest.mark.parametrize("rate", [0.05, 0.5, 0.9])
+def test_the_acceptance_rate_model_inverts(asp, steps: int, rate: float) -> None:
+    mean = asp.expected_accepted_drafts(rate, steps)
+    assert asp.accept_rate_from_mean(mean, steps) == pytest.approx(rate, abs=1e-6)
+
+
+def test_cycle_times_after_a_switch_across_slots_and_over_the_cap_do_not_count(asp, tmp_path: Path) -> None:
+    clock = FakeClock()
+    path = tmp_path / "two-slots.json"
+    entry = {"candidate_steps": [1, 3], "policy": "throughput", "warmup_batches": 1000, "settle_batches": 1,
+             "max_cycle_s": 0.05}
+    path.write_text(json.dumps({"1": entry, "8": entry}))
+    params = asp.AdaptiveSpeculativeParams(initial_steps=3, cfg_path=str(path), clock=clock)
+    small, large = params._route(1), params._route(8)
+    for dt in (0.010, 0.010, 0.010):  # the first result settles, the second has no predecessor time
+        clock.now += dt
+        params.on_verify_complete([1], 1)
+    assert small.cycle_s == {3: pytest.approx(0.010)}
+    clock.now += 0.007
+    params.on_verify_complete([1] * 8, 8)  # another slot (and its first result): no cycle time
+    assert large.cycle_s == {}
+    clock.now += 0.020
+    params.on_verify_complete([1] * 8, 8)  # its second result, after its own first: counts
+    assert large.cycle_s == {3: pytest.approx(0.020)}
+    clock.now += 0.003
+    params.on_verify_complete([1], 1)  # its predecessor was the other slot's result
+    assert small.cycle_s[3] == pytest.approx(0.010)
+    clock.now += 5.0  # an idle gap
+    params.on_verify_complete([1], 1)
+    assert small.cycle_s[3] == pytest.approx(0.010)
+    small._apply_target_steps(3, 1)
+    clock.now += 0.004
+    params.on_verify_complete([0], 1)  # straight after a switch: skipped
+    assert 1 not in small.cycle_s
+    clock.now += 0.004
+    params.on_verify_complete([0], 1)
+    assert small.cycle_s[1] == pytest.approx(0.004)
+
+
+def test_results_of_batches_launched_before_a_switch_are_not_counted(asp, tmp_path: Path) -> None:
+    """Under the overlap scheduler the first results after a switch come from batches launched
+    before it: their cycle times and acceptance belong to the old step count."""
+    clock = FakeClock()
+    path = _config(tmp_path, "throughput", candidates=[1, 3], warmup_batches=1000, settle_batches=2)
+    params = asp.AdaptiveSpeculativeParams(initial_steps=3, cfg_path=path, clock=clock)
+    slot = params._route(1)
+    for _ in range(4):
+        clock.now += 0.010
+        params.on_verify_complete([2], 1)
+    rate = slot.accept_rate
+    assert slot.cycle_s == {3: pytest.approx(0.010)} and rate is not None
+    slot._apply_target_steps(3, 1)
+    for _ in range(2):  # launched before the switch: 3-step cycles, 2 accepted drafts
+        clock.now += 0.010
+        params.on_verify_complete([2], 1)
+    assert 1 not in slot.cycle_s and slot.accept_rate == rate
+    clock.now += 0.004
+    params.on_verify_complete([1], 1)
+    assert slot.cycle_s[1] == pytest.approx(0.004) and slot.accept_rate != rate
+
+
+def test_the_shipped_benchmark_config_loads_as_throughput_slots(asp) -> None:
+    path = Path(__file__).resolve().parents[1] / "benchmark" / "configs" / "adaptive-throughput.json"
+    params = asp.AdaptiveSpeculativeParams(initial_steps=3, cfg_path=str(path))
+    assert all(isinstance(slot, asp.ThroughputStepSlot) for slot in params._slots.values())
+    assert all(0 in slot.candidate_steps for slot in params._slots.values())
