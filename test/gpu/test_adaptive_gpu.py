@@ -46,3 +46,21 @@ def test_adaptive_starts_keeps_greedy_output_and_uses_the_wide_state(oracle_mode
     assert full == list(range(1, 9)), full
     assert captures[8] == list(range(1, 8)), f"steps 7 (8 tokens) should capture bs 1-7 only: {captures[8]}"
     assert captures[1] == [8], f"steps 0 (1 token) should capture bs 8 only: {captures[1]}"
+
+
+THROUGHPUT_CONFIG = Path(__file__).resolve().parents[2] / "benchmark" / "configs" / "adaptive-throughput.json"
+SWITCH = re.compile(r"Adaptive spec params updated: steps (\d+) -> (\d+)")
+
+
+def test_the_throughput_policy_switches_states_and_keeps_greedy_output(oracle_models: Path, engine_dir: Path) -> None:
+    """Patch 0019: the throughput policy tries every candidate (steps 0/1/3/7 at bs 1-7) and settles;
+    with ``SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND=1`` its steps-0 state skips the draft extend. Greedy
+    output must not change across those switches."""
+    base = output_ids(run_case(Case(oracle_models, spec=False, sampling=LONG), engine_dir))
+    extra = ADAPTIVE + (("speculative_adaptive_config", str(THROUGHPUT_CONFIG)),)
+    env = (("SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND", "1"),)
+    record = run_case(Case(oracle_models, spec=True, extra=extra, env=env, sampling=LONG), engine_dir, timeout_s=600)
+    assert output_ids(record) == base, "the throughput policy's state switches changed greedy output"
+    switches = SWITCH.findall((engine_dir / record["log"]).read_text(errors="replace"))
+    visited = {int(b) for _, b in switches}
+    assert len(visited) >= 2, f"the throughput policy never tried another step count: {switches}"
