@@ -80,3 +80,17 @@ def test_draft_extend_selection_in_the_graph_keeps_greedy_output(family: str, re
     base = output_ids(run_case(Case(models, spec=False), engine_dir))
     spec = run_case(Case(models, spec=True, env=SELECT_IN_GRAPH), engine_dir)
     assert output_ids(spec) == base, "EAGLE-3 with the draft-extend selection in the graph changed greedy output"
+
+
+DRAFT_METADATA_IN_GRAPH = (("SGLANG_ENABLE_TRITON_DRAFT_METADATA_IN_GRAPH", "1"),)
+
+
+@pytest.mark.parametrize("family", ["tiny_models", "dense_models"])
+def test_draft_metadata_in_the_graph_keeps_greedy_output(family: str, request: pytest.FixtureRequest,
+                                                        engine_dir: Path) -> None:
+    """Patch 0020's switch, with 0018's: the draft graph fills its own kv indices and kv splits, and
+    the draft-extend graph picks the last accepted rows."""
+    models = request.getfixturevalue(family)
+    base = output_ids(run_case(Case(models, spec=False), engine_dir))
+    spec = run_case(Case(models, spec=True, env=DRAFT_METADATA_IN_GRAPH + SELECT_IN_GRAPH), engine_dir)
+    assert output_ids(spec) == base, "EAGLE-3 with the draft metadata filled in the graph changed greedy output"
