@@ -1,11 +1,13 @@
 """Patch 0019: ``--speculative-adaptive`` picks a slot's step count by measured tokens per second.
 
-The slots run on CPU from the patched tree's ``adaptive_spec_params`` against a simulated server:
-a fake clock advances by the cycle time of the step count in force, and each verify result accepts
-a chain of drafts, each draft with a fixed probability given the one before. A throughput slot must
-settle where the simulated tokens per second peak (including steps 0 where a cycle is much dearer
-than a decode step), where the accept-length policy settles elsewhere; cycle times across a switch,
-across slots, or over ``max_cycle_s`` must not count; the default policy must behave as before.
+The slots run on CPU from each patched tree's ``adaptive_spec_params`` (0.5.17, and its port to
+0.5.23: 0017 there) against a simulated server: a fake clock advances by the cycle time of the step
+count in force, and each verify result accepts a chain of drafts, each draft with a fixed
+probability given the one before. A throughput slot must settle where the simulated tokens per
+second peak (including steps 0 where a cycle is much dearer than a decode step), where the
+accept-length policy settles elsewhere; cycle times across a switch, across slots, or over
+``max_cycle_s`` must not count; the default policy must behave as before (step for step as the
+pristine release it patches).
 """
 
 from __future__ import annotations
@@ -17,17 +19,18 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
-from sglang_trees import TreeImporter
+from sglang_trees import PATCHED, TreeImporter
 from sglang_trees import trees  # noqa: F401 (a fixture)
 
 MODULE = "sglang.srt.speculative.adaptive_spec_params"
 CANDIDATES = [0, 1, 3, 7]
+PRISTINE_TWIN = {"patched": "pristine", "upstream": "upstream_pristine"}
 
 
-@pytest.fixture
-def asp(trees, monkeypatch) -> Any:
+@pytest.fixture(params=PATCHED)
+def asp(request, trees, monkeypatch) -> Any:
     monkeypatch.delenv("SGLANG_SPEC_ADAPTIVE_POLICY", raising=False)
-    return TreeImporter.module(trees.get("patched"), MODULE)
+    return TreeImporter.module(trees.get(request.param), MODULE)
 
 
 class FakeClock:
@@ -48,13 +51,15 @@ def _config(tmp_path: Path, policy: str | None, candidates: list[int] = CANDIDAT
 
 
 def _serve(params: Any, clock: FakeClock, cycle_s: Callable[[int], float], accept_rate: float,
-           batches: int, bs: int = 4, seed: int = 0) -> Counter:
-    """Run ``batches`` verify results; return how many ran at each step count."""
+           batches: int, bs: int = 4, seed: int = 0, trace: list[int] | None = None) -> Counter:
+    """Run ``batches`` verify results; return how many ran at each step count (each in ``trace``)."""
     rng = random.Random(seed)
     ran: Counter = Counter()
     for _ in range(batches):
         steps = params.get_steps_for_batch(bs)
         ran[steps] += 1
+        if trace is not None:
+            trace.append(steps)
         clock.now += cycle_s(steps)
         accepted = []
         for _ in range(bs):
@@ -103,9 +108,11 @@ def test_throughput_falls_back_to_steps_0_where_a_cycle_costs_more_than_it_yield
     assert _settled(asp, tmp_path, "accept_len", large_batch, 0.7) != 0
 
 
-def test_the_env_var_sets_the_policy_of_slots_that_do_not_name_one(trees, tmp_path: Path, monkeypatch) -> None:
+@pytest.mark.parametrize("tree_name", PATCHED)
+def test_the_env_var_sets_the_policy_of_slots_that_do_not_name_one(trees, tree_name: str, tmp_path: Path,
+                                                                   monkeypatch) -> None:
     monkeypatch.setenv("SGLANG_SPEC_ADAPTIVE_POLICY", "throughput")
-    asp = TreeImporter.module(trees.get("patched"), MODULE)
+    asp = TreeImporter.module(trees.get(tree_name), MODULE)
     params = asp.AdaptiveSpeculativeParams(initial_steps=3, cfg_path=_config(tmp_path, None))
     assert isinstance(params._route(1), asp.ThroughputStepSlot)
 
@@ -118,14 +125,33 @@ def test_the_default_policy_is_the_accept_length_one(asp, tmp_path: Path) -> Non
     assert all(type(s) is asp.AdaptiveStepSlot for s in default._slots.values())
 
 
+def _default_policy_steps(tree: Path) -> list[int]:
+    """The step count of each of 300 verify results under the default policy and config at bs 2, on
+    a workload whose acceptance moves (so the accept-length thresholds move the slot both ways)."""
+    params = TreeImporter.module(tree, MODULE).AdaptiveSpeculativeParams(initial_steps=3)
+    clock, trace = FakeClock(), []
+    for phase, rate in enumerate([0.9, 0.2, 0.6]):
+        _serve(params, clock, small_batch, rate, batches=100, bs=2, seed=phase, trace=trace)
+    return trace
+
+
+@pytest.mark.parametrize("tree_name", PATCHED)
+def test_the_default_policy_chooses_step_for_step_as_the_release(trees, tree_name: str, monkeypatch) -> None:
+    monkeypatch.delenv("SGLANG_SPEC_ADAPTIVE_POLICY", raising=False)
+    patched = _default_policy_steps(trees.get(tree_name))
+    assert len(set(patched)) > 2  # the workload moves the slot up and down
+    assert patched == _default_policy_steps(trees.get(PRISTINE_TWIN[tree_name]))
+
+
 def test_an_unknown_policy_is_rejected(asp, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="policy"):
         asp.AdaptiveSpeculativeParams(initial_steps=3, cfg_path=_config(tmp_path, "fastest"))
 
 
-def test_the_unknown_env_policy_is_rejected(trees, tmp_path: Path, monkeypatch) -> None:
+@pytest.mark.parametrize("tree_name", PATCHED)
+def test_the_unknown_env_policy_is_rejected(trees, tree_name: str, tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("SGLANG_SPEC_ADAPTIVE_POLICY", "fastest")
-    asp = TreeImporter.module(trees.get("patched"), MODULE)
+    asp = TreeImporter.module(trees.get(tree_name), MODULE)
     with pytest.raises(ValueError, match="SGLANG_SPEC_ADAPTIVE_POLICY"):
         asp.AdaptiveSpeculativeParams(initial_steps=3, cfg_path=_config(tmp_path, None))
 
