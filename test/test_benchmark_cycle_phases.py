@@ -179,3 +179,25 @@ def test_driver_api_launches_count_like_runtime_ones() -> None:
     stats, cycles, _ = cycle_phases.analyse(t.events, "spec")
     assert stats.launches_per_cycle == {"kernel": 2, "graph": 3}
     assert cycle_phases.launches_by_phase(t.events, cycles)["accept"] == {"argmax_kernel": 5, "triton_accept_kernel": 5}
+
+
+def test_slow_cuda_calls_are_tallied_by_phase_and_name(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A call that holds the host (here a 300 µs pageable copy in `prepare`) shows; 3 µs launches and the
+    syncs (counted apart) do not."""
+    t = TraceBuilder()
+    t.span("scheduler.run_batch", 0, 3000)
+    for i in range(6):
+        start = 10_000 + 10_000 * i
+        spec_cycle(t, start)
+        t.events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaMemcpyAsync", "ts": start + 200,
+                         "dur": 300.0, "tid": SCHED, "args": {"correlation": 50_000 + i}})
+    stats, _, _ = cycle_phases.analyse(t.events, "spec")
+    assert stats.slow_calls_ms == {"prepare: cudaMemcpyAsync": pytest.approx(0.3)}
+    assert stats.slow_call_ms == pytest.approx(0.3)
+    folder = tmp_path / "e2e_spec-bs1"
+    folder.mkdir()
+    with gzip.open(folder / "TP-0.trace.json.gz", "wt") as f:
+        json.dump({"traceEvents": t.events}, f)
+    assert cycle_phases.main([str(folder), "--slow-calls"]) == 0
+    out = capsys.readouterr().out
+    assert "slow CUDA calls" in out and "0.300  prepare: cudaMemcpyAsync" in out

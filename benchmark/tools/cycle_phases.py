@@ -31,7 +31,9 @@ the ``cudaGraphLaunch``'s id). Per cycle: GPU busy = the union of all GPU events
 the cycle's wall window (whichever cycle launched them), idle = wall - busy. Host syncs per cycle: ``cudaStreamSynchronize``,
 ``cudaEventSynchronize``, ``cudaDeviceSynchronize`` calls (count and blocked time) and
 device-to-host copies (``Memcpy DtoH`` events, which back ``.item()``, ``.tolist()``,
-``.cpu()``). The GPU-bound ratio of speculation: (no-spec GPU busy per token) over (spec
+``.cpu()``). Slow CUDA calls: any other runtime or driver call on the scheduler thread that holds
+the host for ``SLOW_CALL_US`` or more (a pageable host-to-device copy waiting for its stream, an
+allocation, a large graph's launch), by phase and name (``--slow-calls``). The GPU-bound ratio of speculation: (no-spec GPU busy per token) over (spec
 GPU busy per cycle / accept length), each from its own trace; printed when both are given.
 
 The profiler adds a few µs of host time per recorded op, so host phases read longer than
@@ -62,6 +64,7 @@ CYCLE_MODES = ("TARGET_VERIFY", "DECODE")
 PHASES = ("prepare", "draft", "draft_to_verify", "target_forward", "accept", "draft_extend", "run_tail",
           "result", "recv", "schedule", "loop_other")
 SYNC_CALLS = ("cudaStreamSynchronize", "cudaEventSynchronize", "cudaDeviceSynchronize")
+SLOW_CALL_US = 40.0
 
 
 @dataclass
@@ -108,6 +111,8 @@ class CycleStats:
     sync_wait_ms: float
     d2h_copies_per_cycle: float
     launches_per_cycle: dict[str, float]
+    slow_call_ms: float = 0.0
+    slow_calls_ms: dict[str, float] = field(default_factory=dict)
 
 
 def _spans(events: list[dict[str, Any]], thread: Any) -> list[Span]:
@@ -206,6 +211,7 @@ class _CycleTally:
     gpu_busy: float = 0.0
     d2h: int = 0
     launches: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    slow_calls: dict[str, float] = field(default_factory=lambda: defaultdict(float))
 
 
 def analyse(events: list[dict[str, Any]], label: str = "") -> tuple[CycleStats, list[Cycle], list[_CycleTally]]:
@@ -221,11 +227,15 @@ def analyse(events: list[dict[str, Any]], label: str = "") -> tuple[CycleStats, 
         corr = (e.get("args") or {}).get("correlation")
         if corr is not None:
             launch_phase[corr] = (idx, phase)
+        dur = float(e.get("dur", 0.0))
         if name in SYNC_CALLS:
             tallies[idx].syncs[name] += 1
-            tallies[idx].sync_wait += float(e.get("dur", 0.0))
-        elif "Launch" in name:
+            tallies[idx].sync_wait += dur
+            continue
+        if "Launch" in name:
             tallies[idx].launches["graph" if "Graph" in name else "kernel"] += 1
+        if dur >= SLOW_CALL_US:
+            tallies[idx].slow_calls[f"{phase}: {name}"] += dur
     for e in events:  # GPU side: each event to the phase that launched it
         cat = e.get("cat")
         if cat not in GPU_CATS or "ts" not in e:
@@ -318,6 +328,9 @@ def _stats(label: str, cycles: list[Cycle], tallies: list[_CycleTally]) -> Cycle
         sync_wait_ms=_median_ms([t.sync_wait for _, t in pairs]),
         d2h_copies_per_cycle=statistics.mean(t.d2h for _, t in pairs),
         launches_per_cycle={k: statistics.mean(t.launches.get(k, 0) for _, t in pairs) for k in ("kernel", "graph")},
+        slow_call_ms=_median_ms([sum(t.slow_calls.values()) for _, t in pairs]),
+        slow_calls_ms={k: round(statistics.mean(t.slow_calls.get(k, 0.0) for _, t in pairs) / 1000.0, 4)
+                       for k in sorted({k for _, t in pairs for k in t.slow_calls})},
     )
 
 
@@ -346,7 +359,7 @@ def ratio_lines(stats: list[CycleStats], accept_len: float) -> list[str]:
 
 def table(stats: list[CycleStats]) -> str:
     head = f"{'trace':<34} {'mode':<13} {'bs':>3} {'n':>3} {'wall':>7} {'gpu':>7} {'idle':>5}  " + \
-        " ".join(f"{p[:8]:>8}" for p in PHASES) + f" {'syncs':>5} {'wait':>5} {'d2h':>4} {'krnl':>5} {'graph':>5}"
+        " ".join(f"{p[:8]:>8}" for p in PHASES) + f" {'syncs':>5} {'wait':>5} {'d2h':>4} {'krnl':>5} {'graph':>5} {'slow':>5}"
     rows = [head]
     for s in stats:
         syncs = sum(s.syncs_per_cycle.values())
@@ -354,7 +367,8 @@ def table(stats: list[CycleStats]) -> str:
                     f"{s.gpu_busy_ms:>7.2f} {s.gpu_idle_frac:>5.0%}  "
                     + " ".join(f"{s.cpu_ms.get(p, 0.0):>8.2f}" for p in PHASES)
                     + f" {syncs:>5.1f} {s.sync_wait_ms:>5.2f} {s.d2h_copies_per_cycle:>4.1f}"
-                    f" {s.launches_per_cycle['kernel']:>5.0f} {s.launches_per_cycle['graph']:>5.0f}")
+                    f" {s.launches_per_cycle['kernel']:>5.0f} {s.launches_per_cycle['graph']:>5.0f}"
+                    f" {s.slow_call_ms:>5.2f}")
     return "\n".join(rows)
 
 
@@ -367,6 +381,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--timeline-cycles", type=int, default=3, help="cycles drawn in the timeline (3)")
     p.add_argument("--launches", type=int, default=0, metavar="N",
                    help="also print, per trace and phase, the N most frequent eager launches (kernel, copy, memset)")
+    p.add_argument("--slow-calls", action="store_true",
+                   help=f"also print, per trace, the CUDA calls (not syncs) that held the host {SLOW_CALL_US:g} µs "
+                        "or more, by phase and name, in ms per cycle")
     p.add_argument("--accept-len", type=float, default=None,
                    help="tokens per EAGLE-3 cycle: prints the GPU-bound ratio of each (bs, rank) that has both "
                         "a DECODE and a TARGET_VERIFY trace")
@@ -388,6 +405,10 @@ def main(argv: list[str] | None = None) -> int:
     for s, (label, cycles, events) in zip(stats, drawn) if args.launches else ():
         print(f"\n{label} ({s.mode} bs={s.bs}):")
         print("\n".join(launch_lines(launches_by_phase(events, cycles), len(cycles), args.launches)))
+    for s in stats if args.slow_calls else ():
+        print(f"\n{s.trace} ({s.mode} bs={s.bs}): slow CUDA calls, ms per cycle")
+        print("\n".join(f"  {ms:7.3f}  {key}" for key, ms in sorted(s.slow_calls_ms.items(), key=lambda kv: -kv[1]))
+              or "  none")
     if args.accept_len:
         for line in ratio_lines(stats, args.accept_len):
             print(line)
