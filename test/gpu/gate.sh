@@ -45,7 +45,7 @@ SHARDS=(
   "tp1-oracle|1|test/gpu/test_parity.py -k oracle"
   "tp1-adaptive|0|test/gpu/test_adaptive_gpu.py"
   "tp1-metadata-in-graph|1|test/gpu/test_parity.py -k metadata_filled_in_the_graph"
-  "tp1-select-in-graph|1|test/gpu/test_parity.py -k 'draft_extend_selection_in_the_graph or draft_metadata_in_the_graph'"
+  "tp1-select-in-graph|1|test/gpu/test_parity.py -k draft_side_graph_work"
   "tp2-tiny|0,1|test/gpu/test_parity.py -k tiny_models-2"
   "tp2-dense|0,1|test/gpu/test_parity.py -k dense_models-2"
   "tp2-eager-verify|0,1|test/gpu/test_verify_allreduce.py -k eager_verify"

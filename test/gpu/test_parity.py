@@ -70,27 +70,17 @@ def test_metadata_filled_in_the_graph_keeps_greedy_output(family: str, request: 
 
 
 SELECT_IN_GRAPH = (("SGLANG_ENABLE_DRAFT_EXTEND_SELECT_IN_GRAPH", "1"),)
-
-
-@pytest.mark.parametrize("family", ["tiny_models", "dense_models"])
-def test_draft_extend_selection_in_the_graph_keeps_greedy_output(family: str, request: pytest.FixtureRequest,
-                                                                 engine_dir: Path) -> None:
-    """Patch 0018's switch: the draft-extend graph picks the last accepted rows and their argmax."""
-    models = request.getfixturevalue(family)
-    base = output_ids(run_case(Case(models, spec=False), engine_dir))
-    spec = run_case(Case(models, spec=True, env=SELECT_IN_GRAPH), engine_dir)
-    assert output_ids(spec) == base, "EAGLE-3 with the draft-extend selection in the graph changed greedy output"
-
-
 DRAFT_METADATA_IN_GRAPH = (("SGLANG_ENABLE_TRITON_DRAFT_METADATA_IN_GRAPH", "1"),)
+# Patch 0018 alone (the draft-extend graph picks the last accepted rows and their argmax), then with
+# 0020 (the draft graph fills its own kv indices and kv splits).
+DRAFT_SIDE = {"select": SELECT_IN_GRAPH, "select-and-draft-metadata": SELECT_IN_GRAPH + DRAFT_METADATA_IN_GRAPH}
 
 
+@pytest.mark.parametrize("switches", list(DRAFT_SIDE))
 @pytest.mark.parametrize("family", ["tiny_models", "dense_models"])
-def test_draft_metadata_in_the_graph_keeps_greedy_output(family: str, request: pytest.FixtureRequest,
-                                                        engine_dir: Path) -> None:
-    """Patch 0020's switch, with 0018's: the draft graph fills its own kv indices and kv splits, and
-    the draft-extend graph picks the last accepted rows."""
+def test_draft_side_graph_work_keeps_greedy_output(family: str, switches: str, request: pytest.FixtureRequest,
+                                                   engine_dir: Path) -> None:
     models = request.getfixturevalue(family)
     base = output_ids(run_case(Case(models, spec=False), engine_dir))
-    spec = run_case(Case(models, spec=True, env=DRAFT_METADATA_IN_GRAPH + SELECT_IN_GRAPH), engine_dir)
-    assert output_ids(spec) == base, "EAGLE-3 with the draft metadata filled in the graph changed greedy output"
+    spec = run_case(Case(models, spec=True, env=DRAFT_SIDE[switches]), engine_dir)
+    assert output_ids(spec) == base, f"EAGLE-3 with {switches} in the graph changed greedy output"
