@@ -223,3 +223,22 @@ def test_the_shipped_benchmark_config_loads_as_throughput_slots(asp) -> None:
     params = asp.AdaptiveSpeculativeParams(initial_steps=3, cfg_path=str(path))
     assert all(isinstance(slot, asp.ThroughputStepSlot) for slot in params._slots.values())
     assert all(0 in slot.candidate_steps for slot in params._slots.values())
+
+
+def test_a_candidate_that_never_gets_measured_is_given_up_after_max_tries(asp, tmp_path: Path) -> None:
+    """Results alternating between two slots never give either a cycle time; exploration must not
+    stay on one unmeasured candidate for ever."""
+    clock = FakeClock()
+    path = tmp_path / "alternating.json"
+    entry = {"candidate_steps": [1, 3], "policy": "throughput", "warmup_batches": 0, "update_interval": 1,
+             "max_tries": 3}
+    path.write_text(json.dumps({"1": entry, "8": entry}))
+    params = asp.AdaptiveSpeculativeParams(initial_steps=3, cfg_path=str(path), clock=clock)
+    small = params._route(1)
+    for _ in range(40):
+        clock.now += 0.01
+        params.on_verify_complete([1], 1)
+        clock.now += 0.01
+        params.on_verify_complete([1] * 8, 8)
+    assert small.cycle_s == {}
+    assert small._tries == {1: 3, 3: 3}
