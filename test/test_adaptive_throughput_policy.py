@@ -41,13 +41,21 @@ class FakeClock:
         return self.now
 
 
-def _config(tmp_path: Path, policy: str | None, candidates: list[int] = CANDIDATES, **knobs: Any) -> str:
+def _config(tmp_path: Path, policy: str | None, candidates: list[int] = CANDIDATES, slots: tuple[str, ...] = ("1",),
+            **knobs: Any) -> str:
+    """An adaptive config whose batch-size ``slots`` all hold the same entry."""
     entry: dict[str, Any] = {"candidate_steps": candidates, **knobs}
     if policy is not None:
         entry["policy"] = policy
     path = tmp_path / "adaptive.json"
-    path.write_text(json.dumps({"1": entry}))
+    path.write_text(json.dumps({slot: entry for slot in slots}))
     return str(path)
+
+
+def _clocked(asp: Any, cfg_path: str, initial: int = 3) -> tuple[Any, FakeClock]:
+    """Adaptive params on ``cfg_path`` that read a fake clock."""
+    clock = FakeClock()
+    return asp.AdaptiveSpeculativeParams(initial_steps=initial, cfg_path=cfg_path, clock=clock), clock
 
 
 def _serve(params: Any, clock: FakeClock, cycle_s: Callable[[int], float], accept_rate: float,
@@ -77,8 +85,7 @@ def _tokens_per_s(cycle_s: Callable[[int], float], accept_rate: float, steps: in
 
 def _settled(asp: Any, tmp_path: Path, policy: str | None, cycle_s: Callable[[int], float],
              accept_rate: float, initial: int = 3) -> int:
-    clock = FakeClock()
-    params = asp.AdaptiveSpeculativeParams(initial_steps=initial, cfg_path=_config(tmp_path, policy), clock=clock)
+    params, clock = _clocked(asp, _config(tmp_path, policy), initial)
     _serve(params, clock, cycle_s, accept_rate, batches=400)
     tail = _serve(params, clock, cycle_s, accept_rate, batches=200, seed=1)
     return tail.most_common(1)[0][0]
@@ -164,12 +171,8 @@ def test_the_acceptance_rate_model_inverts(asp, steps: int, rate: float) -> None
 
 
 def test_cycle_times_after_a_switch_across_slots_and_over_the_cap_do_not_count(asp, tmp_path: Path) -> None:
-    clock = FakeClock()
-    path = tmp_path / "two-slots.json"
-    entry = {"candidate_steps": [1, 3], "policy": "throughput", "warmup_batches": 1000, "settle_batches": 1,
-             "max_cycle_s": 0.05}
-    path.write_text(json.dumps({"1": entry, "8": entry}))
-    params = asp.AdaptiveSpeculativeParams(initial_steps=3, cfg_path=str(path), clock=clock)
+    params, clock = _clocked(asp, _config(tmp_path, "throughput", candidates=[1, 3], slots=("1", "8"),
+                                          warmup_batches=1000, settle_batches=1, max_cycle_s=0.05))
     small, large = params._route(1), params._route(8)
     for dt in (0.010, 0.010, 0.010):  # the first result settles, the second has no predecessor time
         clock.now += dt
@@ -199,9 +202,8 @@ def test_cycle_times_after_a_switch_across_slots_and_over_the_cap_do_not_count(a
 def test_results_of_batches_launched_before_a_switch_are_not_counted(asp, tmp_path: Path) -> None:
     """Under the overlap scheduler the first results after a switch come from batches launched
     before it: their cycle times and acceptance belong to the old step count."""
-    clock = FakeClock()
-    path = _config(tmp_path, "throughput", candidates=[1, 3], warmup_batches=1000, settle_batches=2)
-    params = asp.AdaptiveSpeculativeParams(initial_steps=3, cfg_path=path, clock=clock)
+    params, clock = _clocked(asp, _config(tmp_path, "throughput", candidates=[1, 3], warmup_batches=1000,
+                                          settle_batches=2))
     slot = params._route(1)
     for _ in range(4):
         clock.now += 0.010
@@ -228,12 +230,8 @@ def test_the_shipped_benchmark_config_loads_as_throughput_slots(asp) -> None:
 def test_a_candidate_that_never_gets_measured_is_given_up_after_max_tries(asp, tmp_path: Path) -> None:
     """Results alternating between two slots never give either a cycle time; exploration must not
     stay on one unmeasured candidate for ever."""
-    clock = FakeClock()
-    path = tmp_path / "alternating.json"
-    entry = {"candidate_steps": [1, 3], "policy": "throughput", "warmup_batches": 0, "update_interval": 1,
-             "max_tries": 3}
-    path.write_text(json.dumps({"1": entry, "8": entry}))
-    params = asp.AdaptiveSpeculativeParams(initial_steps=3, cfg_path=str(path), clock=clock)
+    params, clock = _clocked(asp, _config(tmp_path, "throughput", candidates=[1, 3], slots=("1", "8"),
+                                          warmup_batches=0, update_interval=1, max_tries=3))
     small = params._route(1)
     for _ in range(40):
         clock.now += 0.01

@@ -34,9 +34,21 @@ class TraceBuilder:
         self.events.append({"ph": "X", "cat": cat, "name": kernel, "ts": gpu_ts, "dur": gpu_dur, "tid": 100,
                             "args": {"correlation": self.corr}})
 
-    def sync(self, ts: float, dur: float, api: str = "cudaEventSynchronize") -> None:
+    def call(self, api: str, ts: float, dur: float) -> None:
+        """A runtime call on the scheduler thread that launches nothing on the GPU."""
         self.events.append({"ph": "X", "cat": "cuda_runtime", "name": api, "ts": ts, "dur": dur, "tid": SCHED,
                             "args": {"correlation": 10_000 + len(self.events)}})
+
+    def sync(self, ts: float, dur: float, api: str = "cudaEventSynchronize") -> None:
+        self.call(api, ts, dur)
+
+
+def write_trace(folder: Path, events: list[dict[str, Any]], name: str = "1-TP-0.trace.json.gz") -> Path:
+    """``events`` as a gzipped torch-profiler trace in ``folder`` (made if missing); its path."""
+    folder.mkdir(exist_ok=True)
+    path = folder / name
+    path.write_bytes(gzip.compress(json.dumps({"traceEvents": events}).encode()))
+    return path
 
 
 def spec_cycle(t: TraceBuilder, start: float) -> None:
@@ -113,23 +125,19 @@ def test_no_cycle_is_a_clear_error(tmp_path: Path) -> None:
         cycle_phases.analyse(t.events, "prefill-only")
     with pytest.raises(BenchError, match="no scheduler.run_batch"):
         cycle_phases.analyse([{"cat": "kernel", "name": "k", "ts": 0, "dur": 1}], "not-sglang")
-    path = tmp_path / "t.trace.json.gz"
-    path.write_bytes(gzip.compress(json.dumps({"traceEvents": t.events}).encode()))
-    assert cycle_phases.main([str(path)]) == 2
+    assert cycle_phases.main([str(write_trace(tmp_path, t.events, "t.trace.json.gz"))]) == 2
 
 
 def test_cli_table_json_and_gpu_bound_ratio(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     spec_dir, decode_dir = tmp_path / "e2e_spec-bs1", tmp_path / "e2e_nospec-bs1"
-    spec_dir.mkdir()
-    decode_dir.mkdir()
-    (spec_dir / "1-TP-0.trace.json.gz").write_bytes(gzip.compress(json.dumps({"traceEvents": spec_trace()}).encode()))
+    write_trace(spec_dir, spec_trace())
     t = TraceBuilder()
     for i in range(5):
         s = 5000 * i
         t.span("scheduler.run_batch", s, 2000)
         t.span("step[DECODE bs=1]", s + 500, 1000)
         t.launch(s + 1000, s + 1200, 1403, api="cudaGraphLaunch")
-    (decode_dir / "1-TP-0.trace.json.gz").write_bytes(gzip.compress(json.dumps({"traceEvents": t.events}).encode()))
+    write_trace(decode_dir, t.events)
     out = tmp_path / "cycles.json"
     assert cycle_phases.main([str(decode_dir), str(spec_dir), "--json", str(out), "--accept-len", "3"]) == 0
     printed = capsys.readouterr().out
@@ -159,8 +167,7 @@ def test_eager_launches_by_phase_leave_graph_replays_out(capsys: pytest.CaptureF
     lines = cycle_phases.launch_lines(per, len(cycles), 3)
     assert lines[0] == "accept: 1.0 eager launches per cycle" and lines[1].split() == ["1.0", "argmax_kernel"]
     path = tmp_path / "e2e_spec-bs1"
-    path.mkdir()
-    (path / "1-TP-0.trace.json.gz").write_bytes(gzip.compress(json.dumps({"traceEvents": events}).encode()))
+    write_trace(path, events)
     assert cycle_phases.main([str(path), "--launches", "2"]) == 0
     assert "run_tail: 1.0 eager launches per cycle" in capsys.readouterr().out
 
@@ -189,15 +196,12 @@ def test_slow_cuda_calls_are_tallied_by_phase_and_name(capsys: pytest.CaptureFix
     for i in range(6):
         start = 10_000 + 10_000 * i
         spec_cycle(t, start)
-        t.events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaMemcpyAsync", "ts": start + 200,
-                         "dur": 300.0, "tid": SCHED, "args": {"correlation": 50_000 + i}})
+        t.call("cudaMemcpyAsync", start + 200, 300.0)
     stats, _, _ = cycle_phases.analyse(t.events, "spec")
     assert stats.slow_calls_ms == {"prepare: cudaMemcpyAsync": pytest.approx(0.3)}
     assert stats.slow_call_ms == pytest.approx(0.3)
     folder = tmp_path / "e2e_spec-bs1"
-    folder.mkdir()
-    with gzip.open(folder / "TP-0.trace.json.gz", "wt") as f:
-        json.dump({"traceEvents": t.events}, f)
+    write_trace(folder, t.events)
     assert cycle_phases.main([str(folder), "--slow-calls"]) == 0
     out = capsys.readouterr().out
     assert "slow CUDA calls" in out and "0.300  prepare: cudaMemcpyAsync" in out
