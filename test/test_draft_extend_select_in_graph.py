@@ -171,10 +171,13 @@ def test_the_selection_is_on_only_for_greedy_top1_drafting(trees, changes: dict[
     assert bool(can_select(runner)) is expected
 
 
-def test_the_switch_defaults_off(trees, monkeypatch) -> None:
+def test_the_switch_defaults_on_and_turns_off(trees, monkeypatch) -> None:
+    """On by default since its GPU parity and speed runs (benchmark/results/*-draft-side-in-graph)."""
     from sglang_trees import TreeImporter
 
     monkeypatch.delenv("SGLANG_ENABLE_DRAFT_EXTEND_SELECT_IN_GRAPH", raising=False)
     envs = TreeImporter.module(trees.get("patched"), "sglang.srt.environ").envs
+    assert envs.SGLANG_ENABLE_DRAFT_EXTEND_SELECT_IN_GRAPH.get() is True
+    monkeypatch.setenv("SGLANG_ENABLE_DRAFT_EXTEND_SELECT_IN_GRAPH", "false")
     assert envs.SGLANG_ENABLE_DRAFT_EXTEND_SELECT_IN_GRAPH.get() is False
 

@@ -138,7 +138,10 @@ def test_otherwise_every_replay_fills_as_before(trees, switch: bool, fillable: t
     assert [name for name, _ in replays] == ["draft_kv_indices", "kv_splits"] * 2
 
 
-def test_the_switch_defaults_off(trees, monkeypatch) -> None:
+def test_the_switch_defaults_on_and_turns_off(trees, monkeypatch) -> None:
+    """On by default since its GPU parity and speed runs (benchmark/results/*-draft-side-in-graph)."""
     monkeypatch.delenv("SGLANG_ENABLE_TRITON_DRAFT_METADATA_IN_GRAPH", raising=False)
     envs = TreeImporter.module(trees.get("patched"), "sglang.srt.environ").envs
+    assert envs.SGLANG_ENABLE_TRITON_DRAFT_METADATA_IN_GRAPH.get() is True
+    monkeypatch.setenv("SGLANG_ENABLE_TRITON_DRAFT_METADATA_IN_GRAPH", "false")
     assert envs.SGLANG_ENABLE_TRITON_DRAFT_METADATA_IN_GRAPH.get() is False

@@ -69,11 +69,13 @@ def test_metadata_filled_in_the_graph_keeps_greedy_output(family: str, request: 
     assert output_ids(spec) == base, "EAGLE-3 with the metadata filled in the graph changed greedy output"
 
 
-SELECT_IN_GRAPH = (("SGLANG_ENABLE_DRAFT_EXTEND_SELECT_IN_GRAPH", "1"),)
-DRAFT_METADATA_IN_GRAPH = (("SGLANG_ENABLE_TRITON_DRAFT_METADATA_IN_GRAPH", "1"),)
-# Patch 0018 alone (the draft-extend graph picks the last accepted rows and their argmax), then with
-# 0020 (the draft graph fills its own kv indices and kv splits).
-DRAFT_SIDE = {"select": SELECT_IN_GRAPH, "select-and-draft-metadata": SELECT_IN_GRAPH + DRAFT_METADATA_IN_GRAPH}
+# Patches 0018 (the draft-extend graph picks the last accepted rows and their argmax) and 0020 (the
+# draft graph fills its own kv indices and kv splits), both on by default: each alone, both, and
+# neither (the eager paths they replace).
+SELECT_OFF = (("SGLANG_ENABLE_DRAFT_EXTEND_SELECT_IN_GRAPH", "0"),)
+DRAFT_METADATA_OFF = (("SGLANG_ENABLE_TRITON_DRAFT_METADATA_IN_GRAPH", "0"),)
+DRAFT_SIDE = {"both": (), "select": DRAFT_METADATA_OFF, "draft-metadata": SELECT_OFF,
+              "neither": SELECT_OFF + DRAFT_METADATA_OFF}
 
 
 @pytest.mark.parametrize("switches", list(DRAFT_SIDE))
@@ -83,4 +85,4 @@ def test_draft_side_graph_work_keeps_greedy_output(family: str, switches: str, r
     models = request.getfixturevalue(family)
     base = output_ids(run_case(Case(models, spec=False), engine_dir))
     spec = run_case(Case(models, spec=True, env=DRAFT_SIDE[switches]), engine_dir)
-    assert output_ids(spec) == base, f"EAGLE-3 with {switches} in the graph changed greedy output"
+    assert output_ids(spec) == base, f"EAGLE-3 with {switches} of the draft-side graph work changed greedy output"
