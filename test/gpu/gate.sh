@@ -46,6 +46,8 @@ SHARDS=(
   "tp1-adaptive|0|test/gpu/test_adaptive_gpu.py"
   "tp1-metadata-in-graph|1|test/gpu/test_parity.py -k metadata_filled_in_the_graph"
   "tp1-select-in-graph|1|test/gpu/test_parity.py -k draft_side_graph_work"
+  "tp1-accept-in-graph|0|test/gpu/test_parity.py -k 'verify_accept_in_graph and tp1'"
+  "tp2-accept-in-graph|0,1|test/gpu/test_parity.py -k 'verify_accept_in_graph and tp2'"
   "tp2-tiny|0,1|test/gpu/test_parity.py -k tiny_models-2"
   "tp2-dense|0,1|test/gpu/test_parity.py -k dense_models-2"
   "tp2-eager-verify|0,1|test/gpu/test_verify_allreduce.py -k eager_verify"

@@ -86,3 +86,17 @@ def test_draft_side_graph_work_keeps_greedy_output(family: str, switches: str, r
     base = output_ids(run_case(Case(models, spec=False), engine_dir))
     spec = run_case(Case(models, spec=True, env=DRAFT_SIDE[switches]), engine_dir)
     assert output_ids(spec) == base, f"EAGLE-3 with {switches} of the draft-side graph work changed greedy output"
+
+
+ACCEPT_IN_GRAPH = (("SGLANG_ENABLE_VERIFY_ACCEPT_IN_GRAPH", "1"),)
+
+
+@pytest.mark.parametrize("tp", TPS, ids=["tp1", "tp2"])
+@pytest.mark.parametrize("family", ["tiny_models", "dense_models"], ids=["tiny", "dense"])
+def test_verify_accept_in_graph_keeps_greedy_output(family: str, tp: int, request: pytest.FixtureRequest,
+                                                    engine_dir: Path) -> None:
+    """Patch 0021: the verify graph's own greedy acceptance gives the output of no speculation."""
+    models = request.getfixturevalue(family)
+    base = output_ids(run_case(Case(models, spec=False, tp=tp), engine_dir))
+    spec = run_case(Case(models, spec=True, tp=tp, env=ACCEPT_IN_GRAPH), engine_dir)
+    assert output_ids(spec) == base, f"EAGLE-3 with the acceptance in the verify graph changed greedy output at tp={tp}"
