@@ -15,7 +15,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 import types
+import zipfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -49,6 +51,7 @@ class Case:
     max_splits: int | None = None
     min_split_len: int | None = None
     seed: int = 0
+    tile: tuple[tuple[str, int], ...] = ()  # verify_grouped_attention_fwd's tuning keywords
 
 
 CASES = [
@@ -63,6 +66,34 @@ CASES = [
     Case("mla-k6-tree-cap", True, 6, (120,), 8, 1, 1, tree=True, logit_cap=30.0, max_splits=2,
          min_split_len=32, seed=8),
     Case("gqa-k7-groups", False, 7, (17, 250), 16, 2, 1, max_splits=8, min_split_len=32, seed=9),
+]
+# The tuning settings the GPU sweep runs (benchmark/tools/attn_verify_bench.py's SWEEP_TILES): each
+# (block_h, block_n, dv_splits) at least once, with the other paths mixed in. Checked against the float64
+# reference only (num_warps and num_stages do not change what the interpreter computes).
+TILE_CASES = [
+    Case("mla-bn16", True, 4, (37, 130), 8, 1, 1, max_splits=4, min_split_len=32, seed=10, tile=(("block_n", 16),)),
+    Case("mla-bn64-p16", True, 3, (150, 9), 8, 1, 16, max_splits=2, min_split_len=64, seed=11,
+         tile=(("block_n", 64),)),
+    Case("mla-dv2-empty-splits", True, 4, (64, 65), 8, 1, 1, max_splits=8, min_split_len=16, seed=12,
+         tile=(("dv_splits", 2),)),
+    Case("mla-dv2-bn16-tree-13-splits", True, 6, (200,), 16, 1, 16, tree=True, max_splits=32, min_split_len=16,
+         seed=13, tile=(("dv_splits", 2), ("block_n", 16))),
+    Case("mla-dv2-bn64-cap", True, 2, (130, 1), 8, 1, 1, logit_cap=30.0, max_splits=2, min_split_len=64, seed=14,
+         tile=(("dv_splits", 2), ("block_n", 64))),
+    Case("mla-dv4-bn16-direct", True, 5, (1, 77), 4, 1, 16, max_splits=1, seed=15,
+         tile=(("dv_splits", 4), ("block_n", 16))),
+    Case("mla-dv4-default-splits", True, 4, (100, 33, 2), 8, 1, 1, seed=16, tile=(("dv_splits", 4),)),
+    Case("mla-dv4-bn64-k8", True, 8, (140,), 8, 1, 16, max_splits=4, min_split_len=32, seed=17,
+         tile=(("dv_splits", 4), ("block_n", 64))),
+    Case("mla-rows128-dv2", True, 4, (70,), 32, 1, 1, max_splits=2, min_split_len=32, seed=18,
+         tile=(("block_h", 32), ("dv_splits", 2))),
+    Case("mla-rows128-dv4-bn16-24-heads-tree", True, 4, (45, 3), 24, 1, 16, tree=True, max_splits=4,
+         min_split_len=16, seed=19, tile=(("block_h", 32), ("dv_splits", 4), ("block_n", 16))),
+    Case("mla-rows32", True, 4, (120,), 8, 1, 1, max_splits=4, min_split_len=32, seed=20, tile=(("block_h", 8),)),
+    Case("mla-rows32-dv2-12-heads-tree", True, 3, (60, 20), 12, 1, 1, tree=True, max_splits=4, min_split_len=16,
+         seed=21, tile=(("block_h", 8), ("dv_splits", 2))),
+    Case("gqa-dv2-p16", False, 3, (120, 40), 8, 2, 16, max_splits=4, min_split_len=32, seed=22,
+         tile=(("dv_splits", 2),)),
 ]
 
 
@@ -148,7 +179,7 @@ def run_verify(fwd, case: Case, x: dict) -> dict:
         x["kv_indptr"], x["kv_indices"], case.k, x["sm_scale"],
         custom_mask=x["custom_mask"] if case.tree else None, mask_indptr=x["mask_indptr"] if case.tree else None,
         logit_cap=case.logit_cap, page_size=case.page, max_kv_splits=case.max_splits,
-        min_split_len=case.min_split_len)
+        min_split_len=case.min_split_len, **dict(case.tile))
     return {"out": o.double(), "spare_untouched": bool(torch.isnan(spare[:SPARE_ROWS]).all()
                                                       and torch.isnan(spare[-SPARE_ROWS:]).all())}
 
@@ -168,9 +199,10 @@ def max_rel(a: torch.Tensor, b: torch.Tensor) -> float:
 
 def load_kernels(tree: Path) -> tuple:
     strides = load_defs(source(tree, DECODE), ["_extract_kv_strides"])["_extract_kv_strides"]
-    verify = load_defs(source(tree, VERIFY), ["_scaled_scores", "_accumulate", "_verify_grouped_stage1", "_verify_grouped_merge",
+    verify = load_defs(source(tree, VERIFY), ["_scaled_scores", "_accumulate", "_key_tile_scores",
+                                              "_verify_grouped_stage1", "_verify_grouped_merge",
                                               "_multiprocessor_count", "_programs_target", "verify_grouped_tile",
-                                              "verify_grouped_attention_fwd"],
+                                              "verify_grouped_plan", "verify_grouped_attention_fwd"],
                        {"_extract_kv_strides": strides, "MAX_VERIFY_TOKENS": MAX_VERIFY_TOKENS})
     unpack = load_defs(source(tree, SCORE_MOD), ["unpack_aux_tensors"])["unpack_aux_tensors"]
     extend = load_defs(source(tree, EXTEND), ["tanh", "_fwd_kernel", "_get_block_sizes_for_extend_attention",
@@ -273,16 +305,17 @@ def _child(tree: str) -> list[dict]:
         got = run_backend(Path(tree), {"verify": verify, "extend": extend}, case, x, grouped, **overrides)
         results.append({"dispatch": name, "grouped": grouped, "overrides": sorted(overrides), "want": want,
                         "calls": got["calls"], "rel_ref": max_rel(got["out"], reference(case, x))})
-    for case in CASES:
+    for case in CASES + TILE_CASES:
         x = make_inputs(case)
         ref = reference(case, x)
         got = run_verify(verify, case, x)
-        ext = run_extend(extend, case, x)
         results.append({
             "case": asdict(case), "nan": bool(torch.isnan(got["out"]).any()),
             "spare_untouched": got["spare_untouched"], "rel_ref": max_rel(got["out"], ref),
-            "rel_extend": max_rel(got["out"], ext), "extend_rel_ref": max_rel(ext, ref),
         })
+        if case in CASES:
+            ext = run_extend(extend, case, x)
+            results[-1].update(rel_extend=max_rel(got["out"], ext), extend_rel_ref=max_rel(ext, ref))
     return results
 
 
@@ -336,41 +369,218 @@ def test_gpu_bench_runs_the_kernel_the_patch_creates(trees):  # noqa: F811
 SM120_SHARED, SM90_SHARED = 101376, 232448  # opt-in shared memory per block (RTX PRO 6000, H200)
 
 
-def compiled_shared_memory(tree: Path, arch: int, k: int, max_shared: int) -> int:
-    """Shared memory of the MLA stage-1 kernel with its default tile, compiled for sm_<arch> on this CPU."""
+def _ptxas_usage(ptx: str, arch: int) -> tuple[int, int]:
+    """(registers, spill bytes: stores + loads) from ``ptxas -v`` on Triton's PTX, with Triton's own ptxas."""
+    import re
+    import tempfile
+
+    from triton.backends.nvidia.compiler import get_ptxas, sm_arch_from_capability
+
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "k.ptx"
+        src.write_text(ptx)
+        log = subprocess.run([get_ptxas(arch).path, "-v", f"--gpu-name={sm_arch_from_capability(arch)}", str(src),
+                              "-o", str(Path(tmp) / "k.cubin")], check=True, capture_output=True, text=True).stderr
+    regs = re.search(r"Used (\d+) registers", log)
+    return (int(regs[1]) if regs else 0), sum(int(x) for x in re.findall(r"(\d+) bytes spill (?:stores|loads)", log))
+
+
+def xcompile_stage1(tree: Path, arch: int, k: int, heads: int, max_shared: int | None, max_splits: int = 32,
+                    min_split_len: int = 256, **tile) -> dict:
+    """The MLA stage-1 kernel (Kimi shapes: 576/512, one latent KV head, bf16, page 1, chain mask) compiled for
+    sm_<arch> on this CPU as a launch specializes it: every int argument of the launch by its value (1: a
+    constant, a multiple of 16: marked divisible; without that Triton cannot vectorize nor pipeline the KV
+    loads). ``tile``: ``verify_grouped_tile`` overrides. Returns shared bytes, registers, spill bytes, MMA."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    defs = load_defs(source(tree, VERIFY), ["_scaled_scores", "_accumulate", "_verify_grouped_stage1", "verify_grouped_tile"],
+    defs = load_defs(source(tree, VERIFY), ["_scaled_scores", "_accumulate", "_key_tile_scores",
+                                            "_verify_grouped_stage1", "verify_grouped_tile"],
                      {"_extract_kv_strides": None, "MAX_VERIFY_TOKENS": MAX_VERIFY_TOKENS})
-    kernel, tile = defs["_verify_grouped_stage1"], defs["verify_grouped_tile"](576, 512, k, 32, max_shared)
+    kernel, cfg = defs["_verify_grouped_stage1"], defs["verify_grouped_tile"](576, 512, k, heads, max_shared, **tile)
+    dv_splits, direct = cfg["dv_splits"], max_splits == 1
+    out = "*bf16" if direct else "*fp32"
     pointers = {"Q": "*bf16", "K_Extend": "*bf16", "V_Extend": "*bf16", "K_Buffer": "*bf16", "V_Buffer": "*bf16",
-                "kv_indptr": "*i32", "kv_indices": "*i64", "mask_ptr": "*u8", "mask_indptr": "*i64",
-                "Out": "*fp32", "Lse": "*fp32"}
-    constexprs = {"NUM_TOKENS": k, "TOKENS_PAD": tile["tokens_pad"], "BLOCK_H": tile["block_h"],
-                  "BLOCK_N": tile["block_n"], "BLOCK_T": 16, "BLOCK_DMODEL": 512, "BLOCK_DPE": 64, "BLOCK_DV": 512,
-                  "Lk": 576, "Lv": 512, "PAGE_SIZE": 1, "V_FROM_K": True, "USE_CUSTOM_MASK": True,
-                  "HAS_LOGIT_CAP": False, "DIRECT_OUT": False}
-    signature = {name: pointers.get(name) or ("constexpr" if name in constexprs else
-                                                "fp32" if name in ("sm_scale", "logit_cap") else "i32")
-                 for name in kernel.arg_names}
-    attrs = {(kernel.arg_names.index(p),): [["tt.divisibility", 16]] for p in pointers}
+                "kv_indptr": "*i32", "kv_indices": "*i64", "mask_ptr": "*i32", "mask_indptr": "*i32",
+                "Out": out, "Lse": out}
+    s = 0 if direct else max_splits
+    ints = {"stride_qt": heads * 576, "stride_qh": 576, "stride_ket": 576, "stride_keh": 576, "stride_vet": 512,
+            "stride_veh": 512, **{f"stride_{b}_{w}": 576 for b in ("kb", "vb") for w in ("slot", "head", "page", "tok")},
+            "stride_ot": heads * 512 * (1 if direct else s), "stride_oh": 512 * (1 if direct else s),
+            "stride_os": 0 if direct else 512, "stride_lt": 0 if direct else heads * s, "stride_lh": s,
+            "kv_group_num": heads, "max_splits": max_splits, "min_split_len": min_split_len}
+    constexprs = {"NUM_TOKENS": k, "TOKENS_PAD": cfg["tokens_pad"], "BLOCK_H": cfg["block_h"], "BLOCK_N": cfg["block_n"],
+                  "BLOCK_T": 16, "BLOCK_DMODEL": 512, "BLOCK_DPE": 64, "BLOCK_DV": 512 // dv_splits,
+                  "DV_SPLITS": dv_splits, "SIBLINGS": dv_splits.bit_length() - 1, "Lk": 576, "Lv": 512,
+                  "PAGE_SIZE": 1, "V_FROM_K": True, "USE_CUSTOM_MASK": False, "HAS_LOGIT_CAP": False,
+                  "DIRECT_OUT": direct}
+    signature, attrs = {}, {}
+    for i, name in enumerate(kernel.arg_names):
+        if name in pointers:
+            signature[name], attrs[(i,)] = pointers[name], [["tt.divisibility", 16]]
+        elif name in constexprs:
+            signature[name] = "constexpr"
+        elif name in ("sm_scale", "logit_cap"):
+            signature[name] = "fp32"
+        elif ints[name] == 1:
+            signature[name], constexprs[name] = "constexpr", 1
+        else:
+            signature[name] = "i32"
+            if ints[name] % 16 == 0:
+                attrs[(i,)] = [["tt.divisibility", 16]]
     compiled = triton.compile(ASTSource(kernel, signature, constexprs=constexprs, attrs=attrs),
                               target=GPUTarget("cuda", arch, 32),
-                              options={"num_warps": tile["num_warps"], "num_stages": tile["num_stages"]})
-    return compiled.metadata.shared
+                              options={"num_warps": cfg["num_warps"], "num_stages": cfg["num_stages"]})
+    ptx = compiled.asm["ptx"]
+    registers, spills = _ptxas_usage(ptx, arch)
+    return {"shared": compiled.metadata.shared, "registers": registers, "spill_bytes": spills,
+            "mma": "wgmma" if "wgmma" in ptx else "mma.sync" if "mma.sync" in ptx else "none",
+            "cp_async": "cp.async" in ptx, "tile": cfg}
 
 
 @pytest.mark.parametrize("arch,k,limit", [(120, 4, SM120_SHARED), (120, 8, SM120_SHARED), (90, 4, SM90_SHARED)],
                          ids=["sm120-k4", "sm120-k8", "sm90-k4"])
 def test_default_mla_tile_fits_shared_memory(trees, arch: int, k: int, limit: int):  # noqa: F811
-    """The H200 tile (64 rows) would need ~120 KB; sm_120 (the users' GPUs) has 99 KB and must get a smaller one."""
-    assert compiled_shared_memory(trees.patched, arch, k, limit) <= limit
+    """The H200 tile (64 rows) needs ~145 KB; sm_120 (the users' GPUs) has 99 KB and must get a smaller one.
+    The KV loads are pipelined (cp.async) as on a GPU launch."""
+    stats = xcompile_stage1(trees.patched, arch, k, 32, limit)
+    assert stats["shared"] <= limit, stats
+    assert stats["cp_async"], stats
+
+
+def test_tile_cases_cover_the_gpu_sweep():
+    """Every (heads per program, KV tokens per step, value splits) the GPU sweep runs is checked here."""
+    from benchmark.tools.attn_verify_bench import SWEEP_TILES
+
+    def key(tile) -> tuple[int, int, int]:
+        tile = dict(tile)
+        return tile.get("block_h", 16), tile.get("block_n", 32), tile.get("dv_splits", 1)
+    covered = {key(c.tile) for c in TILE_CASES if c.mla} | {key(())}
+    assert {key(t) for t in SWEEP_TILES} <= covered, {key(t) for t in SWEEP_TILES} - covered
+    assert len({c.name for c in CASES + TILE_CASES}) == len(CASES) + len(TILE_CASES)
+
+
+# ----------------------------------------------------------------------------- the GPU bench's harness, on CPU
+
+
+def _bench_on_cpu(monkeypatch, tree: Path):
+    """benchmark/tools/attn_verify_bench.py with DEVICE cpu, Kernels whose grouped call is a torch attention
+    (it checks its settings with the patched tree's verify_grouped_plan), and fake timers."""
+    import itertools
+
+    import benchmark.tools.attn_verify_bench as bench
+
+    defs = load_defs(source(tree, VERIFY), ["_multiprocessor_count", "_max_shared_memory", "_programs_target",
+                                            "verify_grouped_tile", "verify_grouped_plan"])
+    module = types.SimpleNamespace(verify_grouped_plan=defs["verify_grouped_plan"])
+    monkeypatch.setattr(bench, "DEVICE", "cpu")
+    monkeypatch.setattr(bench, "ROTATE_BYTES", 1)
+    ticks = itertools.count(1)
+    monkeypatch.setattr(bench, "graph_time_us", lambda fns, **kw: (fns[-1](), (t := 10.0 + next(ticks) % 7,
+                                                                              t, t))[1])
+    monkeypatch.setattr(bench, "time_us", lambda fn: (fn(), (30.0, 29.0, 31.0))[1])
+
+    outputs = {}  # torch attention per (queries, slots): computed once
+
+    def torch_verify(q, k_ext, v_ext, o, kb, vb, indptr, indices, k, scale, page_size=1, custom_mask=None,
+                     mask_indptr=None, max_kv_splits=None, min_split_len=None, **tile):
+        key, value = kb.reshape(-1, *kb.shape[-2:]), vb.reshape(-1, *vb.shape[-2:])
+        lens = (indptr[1:] - indptr[:-1]).tolist()
+        defs["verify_grouped_plan"](k, len(lens), q.shape[1], key.shape[1], q.shape[2], o.shape[2], True,
+                                    key.element_size(), q.device, max_kv_splits, min_split_len, **tile)
+        if (q.data_ptr(), indices.data_ptr()) not in outputs:
+            x = {"q": q, "draft_k": k_ext, "draft_v": v_ext, "key": key, "value": value, "kv_indptr": indptr,
+                 "kv_indices": indices, "lens": lens, "k": k, "heads": q.shape[1], "kv_heads": key.shape[1],
+                 "lv": o.shape[2], "sm_scale": scale,
+                 "draft_masks": [torch.ones(k, k, dtype=torch.bool).tril()] * len(lens)}
+            outputs[(q.data_ptr(), indices.data_ptr())] = bench.reference(x)
+        o.copy_(outputs[(q.data_ptr(), indices.data_ptr())])
+
+    class Grid:  # get_num_kv_splits_triton[(1,)](...)
+        def __getitem__(self, grid):
+            return lambda *a, **kw: None
+    kern = bench.Kernels.__new__(bench.Kernels)
+    kern.module, kern.verify, kern.sms, kern.use_pdl = module, torch_verify, 132, False
+    kern.extend_fwd = kern.decode_fwd = lambda *a, **kw: None
+    kern.num_kv_splits = Grid()
+    args = bench.parse_args(["--out", "unused", "--sweep-full", "--heads", "32,8", "--bs", "1,2", "--ctx", "128,256",
+                             "--calls", "2"])
+    return bench, kern, args
+
+
+def test_gpu_bench_harness_runs_on_cpu(monkeypatch, trees):  # noqa: F811
+    """The timing phase and both sweep stages end to end (fake kernels and timers): records, the best per
+    point, the ranking and the tables; every sweep setting passes the kernel's own plan checks."""
+    bench, kern, args = _bench_on_cpu(monkeypatch, trees.patched)
+    points, log = bench.Points(args), []
+    records, skipped = bench.run_timing(kern, points, (None, "not on CPU"), args, time.time() + 600, log.append)
+    assert not skipped and len(records) == 8 * 6  # grouped x3, decode x2, extend per point
+    assert {r["variant"] for r in records} == {"grouped", "grouped-replay1", "grouped-p64", "decode",
+                                                "decode-replay1", "extend"}
+    assert all(r.get("rel_err", 0) < 1e-2 for r in records), [r for r in records if r.get("rel_err", 0) >= 1e-2]
+    sweep = bench.run_sweep(kern, points, args, time.time() + 600, log.append)
+    assert not [r for r in sweep if "error" in r], [r for r in sweep if "error" in r][:3]
+    stage_a = [r for r in sweep if r["stage"] == "A"]
+    assert len(stage_a) == 4 * len(bench.SWEEP_TILES) + 4 * sum(bench.tile_fits(t, 8) for t in bench.SWEEP_TILES)
+    assert {r["stage"] for r in sweep} == {"A", "B"}
+    bs8 = {"k": 4, "lens": [32768] * 8, "heads": 32, "kv_heads": 1, "lk": 576, "lv": 512,
+           "key": torch.empty(0, dtype=torch.bfloat16), "q": torch.empty(0)}
+    plans = bench.split_plans(kern, bs8, {"dv_splits": 4}, 132)  # 64 programs a split: 33..1056 programs
+    assert [bench.effective_splits(p, 32768) for p in plans] == [1, 2, 4, 8, 16]
+    assert plans[0]["max_kv_splits"] == 1 and all(p["max_kv_splits"] % 16 == 0 for p in plans[1:])
+    best = bench.best_per_point(records, sweep)
+    assert len(best) == 8 and all(b["decode_us"] and b["ratio_to_decode"] for b in best)
+    assert [b["meets_bandwidth_target"] for b in best if b["ctx"] < 8192] == [None] * 8
+    assert len(bench.best_table(best).splitlines()) == 2 + 8 and len(bench.table(records).splitlines()) == 2 + 8
+    assert bench.ranking(sweep)[0][1] >= 1.0
+    jobs = bench.sweep_jobs(kern, bench.sweep_points(args), args) + bench.timing_jobs(args) + bench.check_jobs()
+    assert all(set(j) >= {"kind", "lens", "k", "heads", "page"} for j in jobs)
+
+
+def test_gpu_bench_rotating_copies_and_pages(monkeypatch, trees):  # noqa: F811
+    """A timing point's KV copies are disjoint, and its 64-token pages (FlashMLA's layout, the grouped-p64
+    variant) hold copy 0's prefix and then the draft tokens."""
+    bench, _, _ = _bench_on_cpu(monkeypatch, trees.patched)
+    x = bench.make_point(2, 100, 3, 8, copies=5, seed=1)
+    rot, pool = x["rot_indices"], x["pool"]
+    assert len(rot) == 5 and len(torch.cat(rot).unique()) == 5 * 200
+    assert torch.equal(x["key"][pool["p64_indices"][0]], x["key"][rot[0]])
+    table = pool["tables"][0].long()
+    for b in range(2):
+        pos = torch.arange(100, 103)
+        slots = table[b][pos // 64] * 64 + pos % 64
+        assert torch.equal(x["key"][slots], x["draft_k"][b * 3:(b + 1) * 3])
+    assert len(pool["tables"]) == 5 and all(t.dtype == torch.int32 for t in pool["tables"])
+    monkeypatch.setattr(bench, "ROTATE_BYTES", 200 << 20)
+    assert bench.copies_for(1 << 40, 20) == 20 and bench.copies_for(1 << 20, 20) == 200
+    assert bench.copies_for(1, 20) == bench.MAX_CALLS
+
+
+def test_gpu_bench_flashmla_skips_with_a_reason_and_packs(tmp_path):
+    import benchmark.tools.attn_verify_bench as bench
+
+    module, reason = bench.load_flashmla(None)
+    assert module is None and reason and "\n" not in reason
+    wheel = tmp_path / "w.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        z.writestr(bench.FLASHMLA_SO, b"\0" * 5000)
+        z.writestr("sgl_kernel/other.so", b"x")
+    size = bench.pack_flashmla(wheel, tmp_path / "f.zip")
+    assert 0 < size < 5000 and zipfile.ZipFile(tmp_path / "f.zip").namelist() == ["flashmla_ops.abi3.so"]
+
+
+def test_gpu_bench_help_names_the_sweep_command(capsys):
+    import benchmark.tools.attn_verify_bench as bench
+
+    with pytest.raises(SystemExit) as done:
+        bench.parse_args(["--help"])
+    assert done.value.code == 0
+    assert "--out $OUT/attn --sweep-full --budget-s 140" in " ".join(capsys.readouterr().out.split())
 
 
 @pytest.mark.slow  # the TRITON_INTERPRET child process (``results``), about 12 s on 2 cores
-@pytest.mark.parametrize("name", [c.name for c in CASES])
+@pytest.mark.parametrize("name", [c.name for c in CASES + TILE_CASES])
 def test_matches_float64_reference(results: dict[str, dict], name: str):
     r = results[name]
     assert not r["nan"], f"{name}: NaN left in the output (a row was not written)"
@@ -386,7 +596,7 @@ def test_matches_sglang_extend_kernel(results: dict[str, dict], name: str):
 
 
 @pytest.mark.slow  # the TRITON_INTERPRET child process (``results``), about 12 s on 2 cores
-@pytest.mark.parametrize("name", [c.name for c in CASES])
+@pytest.mark.parametrize("name", [c.name for c in CASES + TILE_CASES])
 def test_writes_nothing_outside_its_rows(results: dict[str, dict], name: str):
     assert results[name]["spare_untouched"]
 

@@ -57,9 +57,10 @@ DISPATCH = [  # case name, grouped on, layer overrides, forward_extend extra kwa
 
 def load_verify(tree: Path):
     strides = load_defs(source(tree, DECODE), ["_extract_kv_strides"])["_extract_kv_strides"]
-    verify = load_defs(source(tree, VERIFY), ["_scaled_scores", "_accumulate", "_verify_grouped_stage1",
-                                              "_verify_grouped_merge", "_multiprocessor_count", "_programs_target",
-                                              "verify_grouped_tile", "verify_grouped_attention_fwd"],
+    verify = load_defs(source(tree, VERIFY), ["_scaled_scores", "_accumulate", "_key_tile_scores",
+                                              "_verify_grouped_stage1", "_verify_grouped_merge",
+                                              "_multiprocessor_count", "_programs_target", "verify_grouped_tile",
+                                              "verify_grouped_plan", "verify_grouped_attention_fwd"],
                        {"_extract_kv_strides": strides, "MAX_VERIFY_TOKENS": MAX_VERIFY_TOKENS})
     assert type(verify["_verify_grouped_stage1"]).__name__ == "InterpretedFunction"
     return verify["verify_grouped_attention_fwd"]
