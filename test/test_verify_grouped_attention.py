@@ -442,11 +442,30 @@ def xcompile_stage1(tree: Path, arch: int, k: int, heads: int, max_shared: int |
 @pytest.mark.parametrize("arch,k,limit", [(120, 4, SM120_SHARED), (120, 8, SM120_SHARED), (90, 4, SM90_SHARED)],
                          ids=["sm120-k4", "sm120-k8", "sm90-k4"])
 def test_default_mla_tile_fits_shared_memory(trees, arch: int, k: int, limit: int):  # noqa: F811
-    """The H200 tile (64 rows) needs ~145 KB; sm_120 (the users' GPUs) has 99 KB and must get a smaller one.
+    """The H200 tile at 32 heads (128 rows, the value split in two) needs ~221 KB of sm_90's 227; sm_120 (the
+    users' GPUs) has 99 KB and must get a smaller one (32 rows).
     The KV loads are pipelined (cp.async) as on a GPU launch."""
     stats = xcompile_stage1(trees.patched, arch, k, 32, limit)
     assert stats["shared"] <= limit, stats
     assert stats["cp_async"], stats
+
+
+# The defaults at the H200 sweep's points (benchmark/results/20261201-2041-h200-attn-verify-sweep): heads, bs ->
+# tile and max_kv_splits; min_split_len 32 everywhere. Each was measured there (10 of the 12 points; H 8 at 1k not).
+H200_DEFAULTS = {
+    (32, 1): ((32, 32, 8, 2, 2), 64), (32, 8): ((32, 32, 8, 2, 2), 8),
+    (8, 1): ((16, 16, 4, 3, 2), 128), (8, 8): ((16, 16, 4, 3, 2), 16),
+}
+
+
+@pytest.mark.parametrize("heads,bs", list(H200_DEFAULTS))
+def test_default_mla_plan_is_the_h200_sweeps(trees, heads: int, bs: int):  # noqa: F811
+    defs = load_defs(source(trees.patched, VERIFY), ["_programs_target", "verify_grouped_tile", "verify_grouped_plan"],
+                     extra={"_multiprocessor_count": lambda index: 132, "_max_shared_memory": lambda index: 232448})
+    plan = defs["verify_grouped_plan"](4, bs, heads, 1, 576, 512, True, 2, torch.device("cuda", 0))
+    tile, splits = H200_DEFAULTS[(heads, bs)]
+    keys = ("block_h", "block_n", "num_warps", "num_stages", "dv_splits")
+    assert (tuple(plan[k] for k in keys), plan["max_kv_splits"], plan["min_split_len"]) == (tile, splits, 32)
 
 
 def test_tile_cases_cover_the_gpu_sweep():
@@ -526,7 +545,7 @@ def test_gpu_bench_harness_runs_on_cpu(monkeypatch, trees):  # noqa: F811
     assert {r["stage"] for r in sweep} == {"A", "B"}
     bs8 = {"k": 4, "lens": [32768] * 8, "heads": 32, "kv_heads": 1, "lk": 576, "lv": 512,
            "key": torch.empty(0, dtype=torch.bfloat16), "q": torch.empty(0)}
-    plans = bench.split_plans(kern, bs8, {"dv_splits": 4}, 132)  # 64 programs a split: 33..1056 programs
+    plans = bench.split_plans(kern, bs8, {"block_h": 16, "dv_splits": 4}, 132)  # 64 programs a split: 33..1056
     assert [bench.effective_splits(p, 32768) for p in plans] == [1, 2, 4, 8, 16]
     assert plans[0]["max_kv_splits"] == 1 and all(p["max_kv_splits"] % 16 == 0 for p in plans[1:])
     best = bench.best_per_point(records, sweep)
