@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 
-def _make(kind: str, root: Path, *args: str) -> Path:
-    out = root / kind
+def _make(kind: str, root: Path, *args: str, name: str | None = None) -> Path:
+    out = root / (name or kind)
     if not (out / "target" / "config.json").is_file():
         subprocess.run([sys.executable, "-m", "sglang_fastpath", "models", kind, "--out", str(out), *args], check=True)
     return out
@@ -26,6 +26,13 @@ def models_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_models(models_root: Path) -> Path:
     return _make("tiny", models_root)
+
+
+@pytest.fixture(scope="session")
+def missing_models(models_root: Path) -> Path:
+    """The tiny pair with its draft wrong at a seeded 30% of the walk: verify rejects drafts for real, with
+    accept lengths that vary per request and cycle (``models.json``: their mean)."""
+    return _make("tiny", models_root, "--draft-miss-rate", "0.3", name="tiny-misses")
 
 
 @pytest.fixture(scope="session")

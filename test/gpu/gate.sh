@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU correctness gate in one device call (nvidia-h200-x2; on 1 GPU only the TP1 shards):
 #   bash test/gpu/gate.sh            # with the slim bundle carried in .carry/bundle
-# The models are made first (tiny, oracle, dense 4 layers), then every shard below runs at
+# The models are made first (tiny, tiny with draft misses, oracle, dense 4 layers), then every shard below runs at
 # once as its own pytest process: the cases check outputs and counts, not speed, so they
 # may share the GPUs (engines.py caps each engine's memory). Engine records, pytest output
 # and a summary (test/gpu/summarize_engines.py) land in $OUT; GATE_BUDGET_S (default 420)
@@ -20,6 +20,8 @@ gpus=$(nvidia-smi -L | wc -l)
 make_models() {
   [ -f "$M/tiny/target/config.json" ] || python3 -m sglang_fastpath models tiny --out "$M/tiny" || return 1
   [ -f "$M/oracle/target/config.json" ] || python3 -m sglang_fastpath models oracle --out "$M/oracle" || return 1
+  [ -f "$M/tiny-misses/target/config.json" ] || python3 -m sglang_fastpath models tiny --draft-miss-rate 0.3 \
+    --out "$M/tiny-misses" || return 1
   [ -f "$M/dense/target/config.json" ] || python3 -m sglang_fastpath models dense --layers 4 --device cuda \
     --out "$M/dense" || return 1
 }
@@ -43,6 +45,7 @@ SHARDS=(
   "tp1-tiny|0|test/gpu/test_parity.py -k tiny_models-1"
   "tp1-dense|1|test/gpu/test_parity.py -k dense_models-1"
   "tp1-oracle|1|test/gpu/test_parity.py -k oracle"
+  "tp1-real-rejection|0|test/gpu/test_parity.py -k rejected_drafts"
   "tp1-adaptive|0|test/gpu/test_adaptive_gpu.py"
   "tp1-metadata-in-graph|1|test/gpu/test_parity.py -k metadata_filled_in_the_graph"
   "tp1-select-in-graph|1|test/gpu/test_parity.py -k draft_side_graph_work"

@@ -14,6 +14,9 @@ from pathlib import Path
 
 import pytest
 from engines import SAMPLING, SPEC, Case, gpu_count, output_ids, run_case
+from safetensors.torch import load_file
+
+from sglang_fastpath.models.walk import chain_accept_lengths
 
 pytestmark = pytest.mark.gpu
 TPS = [pytest.param(tp, marks=pytest.mark.skipif(gpu_count() < tp, reason=f"needs {tp} GPUs")) for tp in (1, 2)]
@@ -100,3 +103,35 @@ def test_verify_accept_in_graph_keeps_greedy_output(family: str, tp: int, reques
     base = output_ids(run_case(Case(models, spec=False, tp=tp), engine_dir))
     spec = run_case(Case(models, spec=True, tp=tp, env=ACCEPT_IN_GRAPH), engine_dir)
     assert output_ids(spec) == base, f"EAGLE-3 with the acceptance in the verify graph changed greedy output at tp={tp}"
+
+
+def _predicted_acceptance(models: Path, first_token: int) -> list[int]:
+    """What each verify of a request must accept on a pair made with --draft-miss-rate (``walk.py``)."""
+    tables = load_file(models / "oracle.safetensors")
+    skip_tokens = set(tables["walk"][tables["skips"]].tolist())
+    return chain_accept_lengths(tables["next_token"].tolist(), skip_tokens, first_token,
+                                SPEC["speculative_num_draft_tokens"], SAMPLING["max_new_tokens"])
+
+
+REAL_REJECTION = {"defaults": ((), True), "defaults-no-graph": ((), False),
+                  "accept-in-graph": (ACCEPT_IN_GRAPH, True),
+                  "eager-paths": (EAGER_FILL + SELECT_OFF + DRAFT_METADATA_OFF, True)}
+
+
+@pytest.mark.parametrize("variant", list(REAL_REJECTION))
+def test_rejected_drafts_keep_greedy_output_and_accept_what_the_walk_predicts(
+        variant: str, missing_models: Path, engine_dir: Path) -> None:
+    """A draft wrong at 30% of the walk: verify rejects for real (no SGLANG_SIMULATE_ACC_LEN), the output
+    stays that of no speculation, and every request's verify count and accepted drafts are exactly what
+    the walk predicts from its first token."""
+    env, graph = REAL_REJECTION[variant]
+    base = output_ids(run_case(Case(missing_models, spec=False), engine_dir))
+    record = run_case(Case(missing_models, spec=True, cuda_graph=graph, env=env), engine_dir)
+    assert output_ids(record) == base, f"EAGLE-3 ({variant}) changed greedy output under real rejection"
+    rejected = 0
+    for out in record["outputs"]:
+        lengths, meta = _predicted_acceptance(missing_models, out["output_ids"][0]), out["meta_info"]
+        assert meta["spec_verify_ct"] == len(lengths), (meta, lengths)
+        assert meta["spec_num_correct_drafts"] == sum(n - 1 for n in lengths), (meta, lengths)
+        rejected += sum(n < SPEC["speculative_num_draft_tokens"] for n in lengths)
+    assert rejected >= 10, "the pair rejected too few drafts to test anything"

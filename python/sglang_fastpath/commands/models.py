@@ -29,6 +29,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         k.add_argument("--device", default="cpu", help="where weights are drawn: cpu, cuda or cuda:N (default cpu)")
         k.add_argument("--wiring", choices=["oracle", "random"], default="oracle",
                        help="oracle: the draft provably predicts the target; random: plain random weights")
+        k.add_argument("--draft-accept-length", type=int, default=None, metavar="N",
+                       help="oracle draft wrong on purpose: every verify accepts N-1 drafts + its bonus token "
+                       "once generation has met the first miss (a real rejection, not SGLANG_SIMULATE_ACC_LEN)")
+        k.add_argument("--draft-miss-rate", type=float, default=None, metavar="P",
+                       help="oracle draft wrong on purpose at a seeded fraction P of the walk: accept lengths "
+                       "vary per request and verify (models.json gives the mean)")
         k.add_argument("--shard-gb", type=float, default=4.0, help="safetensors shard size in GiB (default 4)")
         k.add_argument("--dry-run", action="store_true", help="print parameter and byte counts, write nothing")
         module.add_arguments(k)
@@ -45,10 +51,14 @@ def _check_device(device: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sglang_fastpath.models.pair import make_pair, measure_pair, server_args
+    from dataclasses import replace
 
+    from sglang_fastpath.models.pair import make_pair, measure_pair, server_args
+    from sglang_fastpath.models.shapes import DraftMisses
+
+    misses = DraftMisses(args.draft_accept_length, args.draft_miss_rate)
     try:
-        plan = args.kind_module.plan_from_args(args)
+        plan = replace(args.kind_module.plan_from_args(args), misses=misses)
     except ValueError as exc:  # a shape the options cannot make (e.g. --layers too small for a draft)
         raise FastpathError(f"models {args.kind}: {exc}") from None
     if args.dry_run:
@@ -65,8 +75,9 @@ def run(args: argparse.Namespace) -> int:
               f"{m['bytes'] / _GIB:.2f} GiB")
     if manifest["oracle"]:
         o = manifest["oracle"]
+        missed = "" if misses.exact else f" (draft misses: {o['misses']['skip_positions']} skip positions)"
         print(f"oracle: {o['hot_tokens']} hot tokens in one cycle, logit margin {o['logit_margin']}, "
-              f"expected accept length {o['expected_accept_length']}")
+              f"expected accept length {o['expected_accept_length']:.2f}{missed}")
     flags = []
     for key, value in server_args(plan).items():
         if key in ("model_path", "speculative_draft_model_path"):

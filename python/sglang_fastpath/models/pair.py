@@ -19,7 +19,8 @@ from sglang_fastpath.digest import sha256_of
 from sglang_fastpath.models import eagle3
 from sglang_fastpath.models.checkpoint import GIB, CheckpointInfo, measure, save_tensors, write_checkpoint, write_json
 from sglang_fastpath.models.folder import MANIFEST
-from sglang_fastpath.models.shapes import DraftShape, Wiring
+from sglang_fastpath.errors import FastpathError
+from sglang_fastpath.models.shapes import DraftMisses, DraftShape, Wiring
 from sglang_fastpath.models.tensors import DTYPE_NAME, StableRng, TensorFactory, TensorSpec, derive_seed
 from sglang_fastpath.models.tokenizer import FILES as TOKENIZER_FILES
 from sglang_fastpath.models.tokenizer import make_tokenizer
@@ -44,6 +45,11 @@ class PairPlan:
     draft_vocab: int  # wanted; the oracle walk may use slightly fewer tokens
     tokenizer_vocab: int
     server_args: dict = field(default_factory=dict)  # extra SGLang flags this model wants
+    misses: DraftMisses = DraftMisses()  # oracle wiring: where the draft is wrong on purpose
+
+    def __post_init__(self) -> None:
+        if not self.misses.exact and self.wiring is not Wiring.ORACLE:
+            raise FastpathError("--draft-accept-length / --draft-miss-rate need --wiring oracle")
 
     @property
     def hidden(self) -> int:
@@ -52,7 +58,8 @@ class PairPlan:
 
 def _hot_tokens(plan: PairPlan, seed: int, eligible: list[int]) -> tuple[Walk | None, torch.Tensor]:
     if plan.wiring is Wiring.ORACLE:
-        walk = make_walk(seed, plan.hidden, plan.draft.vocab, eligible, plan.draft_vocab, plan.draft.intermediate)
+        walk = make_walk(seed, plan.hidden, plan.draft.vocab, eligible, plan.draft_vocab, plan.draft.intermediate,
+                         plan.misses)
         return walk, walk.hot
     chosen = StableRng(seed, "draft/hot").sample(eligible, min(plan.draft_vocab, len(eligible)))
     return None, torch.tensor(sorted(chosen), dtype=torch.int64)
@@ -88,12 +95,14 @@ def make_pair(out: Path, plan: PairPlan, seed: int, device: str = "cpu", shard_b
     write_json(draft_dir / "config.json", draft_config)
     oracle = None
     if walk is not None:
-        save_tensors({"next_token": walk.next_token, "walk": torch.tensor(walk.order, dtype=torch.int64)},
-                     out / ORACLE_MAP)
+        save_tensors({"next_token": walk.next_token, "walk": torch.tensor(walk.order, dtype=torch.int64),
+                      "skips": torch.tensor(walk.skips, dtype=torch.int64)}, out / ORACLE_MAP)
         oracle = {"map": ORACLE_MAP, "hot_tokens": len(walk.order),
                   "cycle": [len(walk.coords_a), len(walk.coords_b)], "logit_margin": LOGIT_MARGIN,
-                  # topk 1: every draft token is accepted, plus the bonus token of each verify
-                  "expected_accept_length": float(SPECULATIVE["speculative_num_steps"] + 1)}
+                  "misses": {**plan.misses.summary(), "skip_positions": len(walk.skips)},
+                  # topk 1, the draft tokens per verify above: the long-run mean of accepted drafts + bonus
+                  "expected_accept_length": round(
+                      walk.expected_accept_length(SPECULATIVE["speculative_num_draft_tokens"]), 4)}
     manifest = {
         "kind": plan.kind, "seed": seed, "wiring": plan.wiring.value, "device": device, "dtype": DTYPE_NAME,
         "target": _side(target_dir, target_info, plan.target_config, plan.target_summary),

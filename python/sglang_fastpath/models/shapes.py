@@ -19,6 +19,38 @@ class Wiring(str, Enum):
     RANDOM = "random"  # plain random weights (accept length ~1, bf16 near-ties possible)
 
 
+@dataclass(frozen=True)
+class DraftMisses:
+    """Where an oracle draft is wrong on purpose, so that verify rejects drafts as it does in real use.
+
+    The target then skips one walk position after some positions (``walk.py``), which the
+    draft does not know: a draft token is right exactly when the token before it is no
+    skip. ``accept_length`` N puts a skip at every (N+1)-th position, so once generation
+    meets the first skip every verify accepts N-1 draft tokens and its bonus token (N at most
+    the draft tokens per verify); ``miss_rate`` P makes each position a skip with probability
+    P (seeded), so accept lengths vary from request to request and cycle to cycle.
+    Neither set: the exact oracle.
+    """
+    accept_length: int | None = None
+    miss_rate: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.accept_length is not None and self.miss_rate is not None:
+            raise FastpathError("--draft-accept-length and --draft-miss-rate: give one of them, not both")
+        if self.accept_length is not None and self.accept_length < 1:
+            raise FastpathError(f"--draft-accept-length {self.accept_length}: must be at least 1 "
+                                "(1 = every draft token is wrong)")
+        if self.miss_rate is not None and not 0.0 < self.miss_rate < 1.0:
+            raise FastpathError(f"--draft-miss-rate {self.miss_rate}: must be between 0 and 1, both excluded")
+
+    @property
+    def exact(self) -> bool:
+        return self.accept_length is None and self.miss_rate is None
+
+    def summary(self) -> dict:
+        return {"accept_length": self.accept_length, "miss_rate": self.miss_rate}
+
+
 class ExpertDtype(str, Enum):
     BF16 = "bf16"
     INT4 = "int4"

@@ -24,6 +24,13 @@ attention output is zero, and its MLP applies ``P`` exactly with the identity
 ``silu(z) - silu(-z) = z``: per coordinate ``c`` two neurons with gates ``+-gamma*e[c]``,
 both with up ``e[c0]`` (which reads ``u``), and downs ``+-(e[P c] - e[c]) / GATE_GAIN``.
 Its pre-norm output, fed back for the next draft step, is again a code.
+
+Misses (``DraftMisses``): at a set of *skip* positions the target's ``g`` jumps two
+walk positions instead of one (``embed[x]`` is the code of that position), while the
+draft still steps ``P`` once. The draft is then wrong exactly where the token before its
+guess sits at a skip position; everything else above is unchanged, so the target's
+margin and the draft's exactness hold at every width. ``chain_accept_lengths`` replays
+what top-1 EAGLE verify then accepts, token for token.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ from functools import cached_property
 import torch
 
 from sglang_fastpath.errors import FastpathError
+from sglang_fastpath.models.shapes import DraftMisses
 from sglang_fastpath.models.tensors import StableRng
 
 LOGIT_MARGIN = 32.0  # logit gap between the oracle's next token and any other
@@ -68,6 +76,7 @@ class Walk:
     coords_b: tuple[int, ...]
     order: tuple[int, ...]  # hot tokens in walk order
     entry: tuple[int, ...]  # for every token outside the walk, the walk position g sends it to
+    skips: tuple[int, ...] = ()  # walk positions after which g jumps two positions (sorted)
 
     @property
     def u(self) -> float:
@@ -87,8 +96,25 @@ class Walk:
         """For every token x, the walk position of g(x)."""
         pos = torch.tensor(self.entry, dtype=torch.int64)
         order = torch.tensor(self.order, dtype=torch.int64)
-        pos[order] = (torch.arange(len(self.order)) + 1) % len(self.order)
+        step = torch.ones(len(self.order), dtype=torch.int64)
+        step[list(self.skips)] = 2
+        pos[order] = (torch.arange(len(self.order)) + step) % len(self.order)
         return pos
+
+    def token_at(self, positions: torch.Tensor) -> torch.Tensor:
+        """The walk's tokens at ``positions`` (taken modulo the walk's length)."""
+        return torch.tensor(self.order, dtype=torch.int64)[positions % len(self.order)]
+
+    def chain_accept_lengths(self, first_token: int, draft_tokens: int, new_tokens: int) -> list[int]:
+        """``chain_accept_lengths`` of this walk's target map and skips."""
+        skip_tokens = {self.order[k] for k in self.skips}
+        return chain_accept_lengths(self.next_token.tolist(), skip_tokens, first_token, draft_tokens, new_tokens)
+
+    def expected_accept_length(self, draft_tokens: int, tokens: int = 50_000) -> float:
+        """The mean tokens per verify over ``tokens`` generated tokens from the walk's first token (the last,
+        cut verify left out)."""
+        lengths = self.chain_accept_lengths(self.order[0], draft_tokens, tokens)[:-1]
+        return sum(lengths) / len(lengths)
 
     @cached_property
     def next_token(self) -> torch.Tensor:
@@ -154,8 +180,39 @@ class Walk:
         return {"gate": gate, "up": up, "down": down}
 
 
+def chain_accept_lengths(next_token: list[int], skip_tokens: set[int], first_token: int, draft_tokens: int,
+                         new_tokens: int) -> list[int]:
+    """The accept length of each top-1 EAGLE verify (accepted drafts + the bonus token) when greedy
+    generation with the target map ``next_token`` starts with ``first_token`` (the prefill's token) and
+    stops after ``new_tokens`` tokens; ``skip_tokens`` are the walk tokens at skip positions.
+
+    A verify of ``draft_tokens`` tokens (the last emitted token + ``draft_tokens - 1`` drafts) accepts
+    drafts while the token before each one is no skip. The last verify is the one that reaches
+    ``new_tokens``; its length is the verify's own (the request keeps fewer of its tokens).
+    """
+    emitted, out, token = 1, [], first_token
+    while emitted < new_tokens:
+        accepted = 0
+        while accepted < draft_tokens - 1 and token not in skip_tokens:
+            token, accepted = next_token[token], accepted + 1
+        token = next_token[token]  # the bonus token
+        out.append(accepted + 1)
+        emitted += out[-1]
+    return out
+
+
+def skip_positions(misses: DraftMisses, length: int, seed: int) -> tuple[int, ...]:
+    """The walk positions after which the target jumps two positions (see ``DraftMisses``)."""
+    if misses.accept_length is not None:
+        return tuple(range(0, length, misses.accept_length + 1))
+    if misses.miss_rate is not None:
+        rng = StableRng(seed, "walk/misses")
+        return tuple(k for k in range(length) if rng.below(1 << 30) < misses.miss_rate * (1 << 30))
+    return ()
+
+
 def make_walk(seed: int, hidden: int, vocab: int, eligible: list[int], draft_vocab: int,
-              draft_intermediate: int) -> Walk:
+              draft_intermediate: int, misses: DraftMisses = DraftMisses()) -> Walk:
     """A walk over up to ``draft_vocab`` of the ``eligible`` token ids (text tokens of the tokenizer)."""
     a, b = code_sizes(min(draft_vocab, len(eligible)), hidden - 1, draft_intermediate)
     coords = StableRng(seed, "walk/coords").permutation(hidden)
@@ -163,4 +220,5 @@ def make_walk(seed: int, hidden: int, vocab: int, eligible: list[int], draft_voc
     order = tuple(rng.sample(eligible, a * b))
     in_walk = set(order)
     entry = tuple(-1 if t in in_walk else rng.below(a * b) for t in range(vocab))
-    return Walk(hidden, vocab, coords[0], tuple(coords[1:1 + a]), tuple(coords[1 + a:1 + a + b]), order, entry)
+    return Walk(hidden, vocab, coords[0], tuple(coords[1:1 + a]), tuple(coords[1 + a:1 + a + b]), order, entry,
+                skip_positions(misses, a * b, seed))
