@@ -113,9 +113,8 @@ def _predicted_acceptance(models: Path, first_token: int) -> list[int]:
                                 SPEC["speculative_num_draft_tokens"], SAMPLING["max_new_tokens"])
 
 
-REAL_REJECTION = {"defaults": ((), True), "defaults-no-graph": ((), False),
-                  "accept-in-graph": (ACCEPT_IN_GRAPH, True),
-                  "eager-paths": (EAGER_FILL + SELECT_OFF + DRAFT_METADATA_OFF, True)}
+REAL_REJECTION = {"defaults": ((), True), "no_cuda_graph": ((), False), "accept_in_graph": (ACCEPT_IN_GRAPH, True),
+                  "eager_paths": (EAGER_FILL + SELECT_OFF + DRAFT_METADATA_OFF, True)}
 
 
 @pytest.mark.parametrize("variant", list(REAL_REJECTION))
