@@ -113,8 +113,11 @@ def _predicted_acceptance(models: Path, first_token: int) -> list[int]:
                                 SPEC["speculative_num_draft_tokens"], SAMPLING["max_new_tokens"])
 
 
+ACCEPT_EAGER = (("SGLANG_ENABLE_VERIFY_ACCEPT_IN_GRAPH", "0"),)
+FUSED_STASH = (("SGLANG_ENABLE_FUSED_SPEC_STASH", "1"),)
 REAL_REJECTION = {"defaults": ((), True), "no_cuda_graph": ((), False), "accept_in_graph": (ACCEPT_IN_GRAPH, True),
-                  "eager_paths": (EAGER_FILL + SELECT_OFF + DRAFT_METADATA_OFF, True)}
+                  "eager_paths": (EAGER_FILL + SELECT_OFF + DRAFT_METADATA_OFF + ACCEPT_EAGER, True),
+                  "fused_stash": (FUSED_STASH, True)}
 
 
 @pytest.mark.parametrize("variant", list(REAL_REJECTION))
