@@ -15,6 +15,12 @@ logits and passes it to ``eagle_sample`` as ``greedy_accept``.
 * ``eagle_sample`` runs from the patched tree with stand-ins for its distributed, penalty and probe
   imports; with ``greedy_accept`` it must return what its own greedy branch returns, also under
   ``SGLANG_SIMULATE_ACC_LEN`` (both token modes).
+
+Every test runs on the patched 0.5.17 tree and on the patched 0.5.23 tree (upstream port 0018).
+The port's kernel leaves out the bonus token: 0.5.23's ``run_eagle_verify`` takes it, with the new
+sequence lengths, from one fused kernel (``prepare_verify_commit_outputs``) after ``eagle_sample``
+either way. It also declines watermarked batches (0.5.23's ``eagle_sample`` forces their tokens into
+the logits before the argmax).
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ import pytest
 import torch
 
 from fastpath_fixtures import script_env
-from sglang_trees import load_defs, source
+from sglang_trees import PATCHED, load_defs, source
 from sglang_trees import trees  # noqa: F401 (a fixture)
 
 KERNEL = "sglang.kernels.ops.speculative.greedy_chain_accept"
@@ -40,6 +46,8 @@ SPEC_UTILS = "sglang.srt.speculative.spec_utils"
 WIDTHS = [1, 2, 3, 4, 6, 8]
 MAX_BS, VOCAB = 9, 50
 POISON = -7
+# The per-request fields after the three MAX_BS * K regions, in each tree's packed layout.
+TAIL = {"patched": ["accept_lens", "bonus", "num_correct_drafts"], "upstream": ["accept_lens", "num_correct_drafts"]}
 
 
 def reference(candidates: torch.Tensor, target_predict: torch.Tensor) -> dict[str, list]:
@@ -85,14 +93,19 @@ def kernel_defs(tree: Path) -> dict:
     return load_defs(source(tree, KERNEL), names, extra={"next_power_of_2": lambda n: 1 << (n - 1).bit_length()})
 
 
-def unpack(defs: dict, packed: torch.Tensor, bs: int, k: int) -> dict[str, list]:
-    predict, accept_index, target_predict, accept_lens, bonus, correct = defs["read_greedy_chain_accept"](
-        packed, bs, k, MAX_BS)
-    return {"predict": predict.tolist(), "accept_index": accept_index.tolist(), "accept_lens": accept_lens.tolist(),
-            "bonus": bonus.tolist(), "num_correct_drafts": correct.tolist(), "target_predict": target_predict.tolist()}
+def unpack(defs: dict, packed: torch.Tensor, bs: int, k: int, tail: list[str]) -> dict[str, list]:
+    predict, accept_index, target_predict, *rest = defs["read_greedy_chain_accept"](packed, bs, k, MAX_BS)
+    assert len(rest) == len(tail)
+    return {"predict": predict.tolist(), "accept_index": accept_index.tolist(),
+            "target_predict": target_predict.tolist(), **{name: t.tolist() for name, t in zip(tail, rest)}}
 
 
-def _child(tree: str) -> list[dict]:
+def expected(cand: torch.Tensor, target: torch.Tensor, tail: list[str]) -> dict[str, list]:
+    want = reference(cand, target)
+    return {name: want[name] for name in ["predict", "accept_index", "target_predict", *tail]}
+
+
+def _child(tree: str, tail: list[str]) -> list[dict]:
     """In the TRITON_INTERPRET=1 process: the kernel on every width, results as plain data."""
     defs = kernel_defs(Path(tree))
     assert type(defs["_greedy_chain_accept_kernel"]).__name__ == "InterpretedFunction"
@@ -100,26 +113,30 @@ def _child(tree: str) -> list[dict]:
     for k in WIDTHS:
         bs = MAX_BS - 2  # rows bs.. of every region must stay as they were
         cand, target = chain_problem(bs, k, seed=k)
-        packed = torch.full((defs["greedy_chain_accept_size"](MAX_BS, k),), POISON, dtype=torch.int32)
+        size = defs["greedy_chain_accept_size"](MAX_BS, k)
+        packed = torch.full((size,), POISON, dtype=torch.int32)
         defs["greedy_chain_accept_into"](packed, cand, target, MAX_BS)
-        got = unpack(defs, packed, bs, k)
+        got = unpack(defs, packed, bs, k, tail)
         written = torch.zeros_like(packed, dtype=torch.bool)
         region = MAX_BS * k
         for start in (0, region, 2 * region):
             written[start:start + bs * k] = True
-        for start in (3 * region, 3 * region + MAX_BS, 3 * region + 2 * MAX_BS):
-            written[start:start + bs] = True
-        out.append({"k": k, "got": got, "want": reference(cand, target),
+        for n in range(len(tail)):
+            written[3 * region + n * MAX_BS:3 * region + n * MAX_BS + bs] = True
+        out.append({"k": k, "got": got, "want": expected(cand, target, tail), "size": size,
+                    "layout_size": 3 * region + len(tail) * MAX_BS,
                     "untouched": bool((packed[~written] == POISON).all())})
     return out
 
 
 @pytest.fixture(scope="module")
-def interpreted(trees) -> list[dict]:  # noqa: F811
-    done = subprocess.run([sys.executable, __file__, str(trees.patched)], env=script_env(TRITON_INTERPRET="1"),
+def interpreted(trees) -> dict[str, list[dict]]:  # noqa: F811
+    """Both trees' kernels in one interpreted child process."""
+    args = [str(trees.get(name)) for name in PATCHED]
+    done = subprocess.run([sys.executable, __file__, *args], env=script_env(TRITON_INTERPRET="1"),
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-4000:]
-    return json.loads(done.stdout.splitlines()[-1])
+    return dict(zip(PATCHED, json.loads(done.stdout.splitlines()[-1])))
 
 
 def test_reference_is_verify_tree_greedy_on_a_chain() -> None:
@@ -132,10 +149,12 @@ def test_reference_is_verify_tree_greedy_on_a_chain() -> None:
     assert want["predict"] == [1, 2, 3, 1, 7, 0, 3, 0, 0]
 
 
+@pytest.mark.parametrize("tree_name", PATCHED)
 @pytest.mark.parametrize("k", WIDTHS)
-def test_kernel_gives_verify_tree_greedy_result(interpreted: list[dict], k: int) -> None:
-    case = next(c for c in interpreted if c["k"] == k)
+def test_kernel_gives_verify_tree_greedy_result(interpreted: dict[str, list[dict]], tree_name: str, k: int) -> None:
+    case = next(c for c in interpreted[tree_name] if c["k"] == k)
     assert case["got"] == case["want"]
+    assert case["size"] == case["layout_size"], "the buffer is not exactly the packed fields"
     assert case["untouched"], "the kernel wrote past the batch's rows"
 
 
@@ -147,29 +166,33 @@ class Mode:
     DECODE = "decode"
 
 
-def reference_into(out: torch.Tensor, candidates: torch.Tensor, target_predict: torch.Tensor, max_bs: int) -> None:
-    bs, k = candidates.shape
-    r = reference(candidates, target_predict)
-    region = max_bs * k
-    out[:bs * k] = torch.tensor(r["predict"], dtype=torch.int32)
-    out[region:region + bs * k] = torch.tensor(r["accept_index"], dtype=torch.int32).flatten()
-    out[2 * region:2 * region + bs * k] = target_predict.flatten().to(torch.int32)
-    for n, field in enumerate(["accept_lens", "bonus", "num_correct_drafts"]):
-        start = 3 * region + n * max_bs
-        out[start:start + bs] = torch.tensor(r[field], dtype=torch.int32)
+def reference_into(tail: list[str]):
+    def into(out: torch.Tensor, candidates: torch.Tensor, target_predict: torch.Tensor, max_bs: int) -> None:
+        bs, k = candidates.shape
+        r = reference(candidates, target_predict)
+        region = max_bs * k
+        out[:bs * k] = torch.tensor(r["predict"], dtype=torch.int32)
+        out[region:region + bs * k] = torch.tensor(r["accept_index"], dtype=torch.int32).flatten()
+        out[2 * region:2 * region + bs * k] = target_predict.flatten().to(torch.int32)
+        for n, field in enumerate(tail):
+            start = 3 * region + n * max_bs
+            out[start:start + bs] = torch.tensor(r[field], dtype=torch.int32)
+    return into
 
 
-@pytest.fixture
-def epilogue_cls(trees, monkeypatch):  # noqa: F811
-    kdefs = kernel_defs(trees.patched)
+@pytest.fixture(params=PATCHED)
+def epilogue_cls(trees, request):  # noqa: F811
+    """(EagleGreedyVerifyEpilogue of one tree, its envs stand-in, that tree's tail fields)."""
+    tree, tail = trees.get(request.param), TAIL[request.param]
+    kdefs = kernel_defs(tree)
     envs = SimpleNamespace(SGLANG_SANITIZE_NAN_LOGITS=SimpleNamespace(get=lambda: False))
-    defs = load_defs(source(trees.patched, EPILOGUE), ["GreedyChainAccept", "EagleGreedyVerifyEpilogue",
-                                                       "_greedy_on_raw_logits"],
-                     extra={"greedy_chain_accept_into": reference_into, "ForwardMode": Mode, "envs": envs,
+    defs = load_defs(source(tree, EPILOGUE), ["GreedyChainAccept", "EagleGreedyVerifyEpilogue",
+                                              "_greedy_on_raw_logits"],
+                     extra={"greedy_chain_accept_into": reference_into(tail), "ForwardMode": Mode, "envs": envs,
                             "greedy_chain_accept_size": kdefs["greedy_chain_accept_size"],
                             "read_greedy_chain_accept": kdefs["read_greedy_chain_accept"],
                             "LogitsProcessorOutput": SimpleNamespace})
-    return defs["EagleGreedyVerifyEpilogue"], envs
+    return defs["EagleGreedyVerifyEpilogue"], envs, tail
 
 
 def verify_runner(**changes) -> SimpleNamespace:
@@ -190,14 +213,15 @@ def capture(epi, runner, bs: int, k: int, monkeypatch, *, capturing: bool, seed:
 
 
 def greedy_batch(raw_bs: int, **changes) -> SimpleNamespace:
-    info = dict(is_all_greedy=True, acc_additive_penalties=None, acc_scaling_penalties=None, logit_bias=None)
+    info = dict(is_all_greedy=True, acc_additive_penalties=None, acc_scaling_penalties=None, logit_bias=None,
+                has_watermark_candidates=False)  # (0.5.17 has no watermark)
     info.update(changes.pop("info", {}))
     return SimpleNamespace(sampling_info=SimpleNamespace(**info), has_grammar=changes.pop("has_grammar", False),
                            seq_lens=torch.zeros(raw_bs, dtype=torch.int64))
 
 
 def test_hook_records_the_acceptance_of_target_verify_captures(epilogue_cls, monkeypatch) -> None:
-    cls, _ = epilogue_cls
+    cls, _, tail = epilogue_cls
     epi = cls(max_bs=MAX_BS)
     runner = verify_runner()
     capture(epi, runner, 4, 4, monkeypatch, capturing=False)  # warmup: allocates, records nothing
@@ -207,7 +231,9 @@ def test_hook_records_the_acceptance_of_target_verify_captures(epilogue_cls, mon
     got = epi.read(runner, greedy_batch(3), SimpleNamespace(draft_token_num=4))
     want = reference(cand[:3], target[:3])
     assert got.predict.tolist() == want["predict"] and got.accept_index.tolist() == want["accept_index"]
-    assert got.accept_lens.tolist() == want["accept_lens"] and got.bonus_tokens.tolist() == want["bonus"]
+    assert got.accept_lens.tolist() == want["accept_lens"]
+    if "bonus" in tail:
+        assert got.bonus_tokens.tolist() == want["bonus"]
     assert got.num_correct_drafts.tolist() == want["num_correct_drafts"]
     assert got.target_predict.tolist() == target[:3].tolist()
     epi._packed[4].fill_(POISON)  # the next replay rewrites the buffer: what read() returned is a copy
@@ -219,7 +245,7 @@ def test_hook_records_the_acceptance_of_target_verify_captures(epilogue_cls, mon
                                     dict(require_gathered_buffer=True)],
                          ids=["draft-worker", "decode", "ragged", "gathered"])
 def test_hook_leaves_other_graphs_alone(epilogue_cls, monkeypatch, change: dict) -> None:
-    cls, _ = epilogue_cls
+    cls, _, _ = epilogue_cls
     epi = cls(max_bs=MAX_BS)
     for capturing in (False, True):
         capture(epi, verify_runner(**change), 4, 4, monkeypatch, capturing=capturing)
@@ -227,7 +253,7 @@ def test_hook_leaves_other_graphs_alone(epilogue_cls, monkeypatch, change: dict)
 
 
 def test_hook_allocates_only_outside_the_capture(epilogue_cls, monkeypatch) -> None:
-    cls, _ = epilogue_cls
+    cls, _, _ = epilogue_cls
     epi = cls(max_bs=MAX_BS)
     capture(epi, verify_runner(), 4, 4, monkeypatch, capturing=True)  # no warmup first: no buffer to write
     capture(epi, verify_runner(), MAX_BS + 1, 4, monkeypatch, capturing=False)  # past max_bs
@@ -241,7 +267,7 @@ def test_hook_allocates_only_outside_the_capture(epilogue_cls, monkeypatch) -> N
     greedy_batch(3, info=dict(logit_bias=torch.zeros(3, VOCAB))),
 ], ids=["sampling", "grammar", "additive-penalty", "scaling-penalty", "logit-bias"])
 def test_read_declines_batches_that_change_the_logits(epilogue_cls, monkeypatch, batch) -> None:
-    cls, _ = epilogue_cls
+    cls, _, _ = epilogue_cls
     epi = cls(max_bs=MAX_BS)
     for capturing in (False, True):
         capture(epi, verify_runner(), 4, 4, monkeypatch, capturing=capturing)
@@ -249,8 +275,19 @@ def test_read_declines_batches_that_change_the_logits(epilogue_cls, monkeypatch,
     assert epi.read(verify_runner(), batch, SimpleNamespace(draft_token_num=4)) is None
 
 
+@pytest.mark.parametrize("epilogue_cls", ["upstream"], indirect=True)
+def test_read_declines_watermarked_batches_on_0523(epilogue_cls, monkeypatch) -> None:
+    """0.5.23's eagle_sample forces a watermarked batch's tokens into the logits before its argmax."""
+    cls, _, _ = epilogue_cls
+    epi = cls(max_bs=MAX_BS)
+    for capturing in (False, True):
+        capture(epi, verify_runner(), 4, 4, monkeypatch, capturing=capturing)
+    batch = greedy_batch(3, info=dict(has_watermark_candidates=True))
+    assert epi.read(verify_runner(), batch, SimpleNamespace(draft_token_num=4)) is None
+
+
 def test_read_declines_graphs_without_the_epilogue(epilogue_cls, monkeypatch) -> None:
-    cls, envs = epilogue_cls
+    cls, envs, _ = epilogue_cls
     epi = cls(max_bs=MAX_BS)
     for capturing in (False, True):
         capture(epi, verify_runner(), 4, 4, monkeypatch, capturing=capturing)
@@ -269,12 +306,24 @@ def _module(name: str, **attrs) -> types.ModuleType:
     return mod
 
 
-@pytest.fixture
-def sample(trees, monkeypatch):  # noqa: F811
-    """eagle_sample of the patched tree; its function-local imports get stand-ins."""
-    sim = load_defs(source(trees.patched, SPEC_UTILS), ["_sample_simulated_acc_len", "generate_simulated_accept_index"],
+# What differs between the trees' eagle_sample and simulation helpers: 0.5.23 renamed the length
+# sampler, has a CUDA kernel for the simulation (not taken on CPU tensors), imports its sampling
+# kernels at module level and asks get_spec() about rejection sampling before its greedy branch.
+SIM_SAMPLER = {"patched": "_sample_simulated_acc_len", "upstream": "sample_simulated_acc_len"}
+NO_SPEC = SimpleNamespace(speculative_use_rejection_sampling=False)
+UPSTREAM_SAMPLE_EXTRA = {name: None for name in [
+    "chain_speculative_sampling_triton", "partial", "sampling_softmax", "top_k_renorm_prob", "top_p_renorm_prob",
+    "tree_speculative_sampling_target_only", "_can_use_sparse_uno_tree_target_sampling"]}
+
+
+@pytest.fixture(params=PATCHED)
+def sample(trees, monkeypatch, request):  # noqa: F811
+    """eagle_sample of one patched tree; its function-local imports get stand-ins."""
+    tree = trees.get(request.param)
+    upstream = request.param == "upstream"
+    sim = load_defs(source(tree, SPEC_UTILS), [SIM_SAMPLER[request.param], "generate_simulated_accept_index"],
                     extra={"SIMULATE_ACC_LEN": -1.0, "SIMULATE_ACC_METHOD": "match-expected",
-                           "SIMULATE_ACC_TOKEN_MODE": "fixed"})
+                           "SIMULATE_ACC_TOKEN_MODE": "fixed", "_is_cuda": False, "simulated_accept": None})
     spec_utils = _module(SPEC_UTILS, SIMULATE_ACC_LEN=-1.0, SIMULATE_ACC_TOKEN_MODE="fixed",
                          generate_simulated_accept_index=sim["generate_simulated_accept_index"])
     stubs = {
@@ -290,12 +339,15 @@ def sample(trees, monkeypatch):  # noqa: F811
         "sglang.srt.utils": _module("sglang.srt.utils", __path__=[]),
         "sglang.srt.utils.async_probe": _module("a", maybe_detect_nan=lambda *a: None,
                                                 sanitize_nan_logits=lambda *a: None),
+        "sglang.srt.runtime_context": _module("sglang.srt.runtime_context", get_parallel=None),
     }
     for name, mod in stubs.items():
         monkeypatch.setitem(sys.modules, name, mod)
+    greedy_calls = []
 
     def verify_tree_greedy_func(*, predicts, accept_index, accept_token_num, candidates, target_predict,
                                 retrieve_index, retrieve_next_token, retrieve_next_sibling, topk):
+        greedy_calls.append(candidates.shape)
         bs, k = candidates.shape  # a top-1 chain, the only tree the reference walks
         assert topk == 1 and (retrieve_next_sibling == -1).all()
         assert retrieve_index.flatten().tolist() == list(range(bs * k))
@@ -306,10 +358,12 @@ def sample(trees, monkeypatch):  # noqa: F811
         accept_token_num.copy_(torch.tensor(r["num_correct_drafts"], dtype=torch.int32))
         return predicts, accept_index, accept_token_num
 
-    fn = load_defs(source(trees.patched, UTILS), ["eagle_sample"], extra={
-        "verify_tree_greedy_func": verify_tree_greedy_func, "_is_cpu": False, "_is_npu": False, "_is_hip": False,
-        "_is_xpu": False, "get_spec": None, "get_parallel": None})["eagle_sample"]
-    return fn, spec_utils
+    extra = {"verify_tree_greedy_func": verify_tree_greedy_func, "_is_cpu": False, "_is_npu": False,
+             "_is_hip": False, "_is_xpu": False, "get_spec": (lambda: NO_SPEC) if upstream else None,
+             "get_parallel": None, **(UPSTREAM_SAMPLE_EXTRA if upstream else {})}
+    names = ["eagle_sample", *(["_verify_uses_greedy"] if upstream else [])]
+    fn = load_defs(source(tree, UTILS), names, extra=extra)["eagle_sample"]
+    return fn, spec_utils, greedy_calls
 
 
 def sample_inputs(bs: int, k: int, seed: int):
@@ -339,7 +393,7 @@ def in_graph_result(cand: torch.Tensor, target: torch.Tensor):
 @pytest.mark.parametrize("simulate", [None, "fixed", "real-draft-token"])
 @pytest.mark.parametrize("k", [1, 4])
 def test_eagle_sample_returns_the_in_graph_acceptance(sample, monkeypatch, simulate, k: int) -> None:
-    fn, spec_utils = sample
+    fn, spec_utils, greedy_calls = sample
     if simulate is not None:
         monkeypatch.setattr(spec_utils, "SIMULATE_ACC_LEN", 3.0 if k > 1 else 1.0)
         monkeypatch.setattr(spec_utils, "SIMULATE_ACC_TOKEN_MODE", simulate)
@@ -348,9 +402,11 @@ def test_eagle_sample_returns_the_in_graph_acceptance(sample, monkeypatch, simul
     accepted = in_graph_result(cand, target)
     if simulate is None:
         assert eager[1] == accepted.accept_lens.tolist()  # the in-graph result is the eager one
+    assert len(greedy_calls) == 1
     got = [t.tolist() for t in fn(verify_input, batch, logits_output, None, greedy_accept=accepted)]
     assert got == eager
+    assert len(greedy_calls) == 1, "with the in-graph result, verify_tree_greedy must not run again"
 
 
 if __name__ == "__main__":
-    print(json.dumps(_child(sys.argv[1])))
+    print(json.dumps([_child(tree, TAIL[name]) for name, tree in zip(PATCHED, sys.argv[1:], strict=True)]))
