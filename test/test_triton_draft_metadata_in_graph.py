@@ -8,7 +8,10 @@ with a step backend that cannot fill in the graph (DCP, translated kv locations,
 every replay preparation fills as before.
 
 The multi-step backend's methods run from the patched tree on a stand-in object whose kernels record
-their launches.
+their launches. Every test runs on the patched 0.5.17 tree and on the patched 0.5.23 tree (upstream
+port 0019), where the kv-indices kernel reads its rows through the KV index translator's
+``read_source`` (a static pool's passthrough here) and the eligibility also excludes a sliding-window
+KV pool.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import Any
 
 import pytest
 import torch
-from sglang_trees import TreeImporter, load_defs, source
+from sglang_trees import PATCHED, TreeImporter, load_defs, source
 from sglang_trees import trees  # noqa: F401 (a fixture)
 
 BACKEND = "sglang.srt.layers.attention.triton_backend"
@@ -49,7 +52,8 @@ class Launches:
 
         class Kernel:
             def __getitem__(self, grid: Any):
-                def launch(req_pool_indices, req_to_token, seq_lens, kv_indices, kv_indptr, positions, *rest):
+                # (0.5.23 passes the translator's row source first and keywords after the positionals)
+                def launch(req_pool_indices, req_to_token, seq_lens, kv_indices, kv_indptr, positions, *rest, **kw):
                     launches.calls.append(("draft_kv_indices", (grid, seq_lens, positions)))
                 return launch
 
@@ -60,6 +64,7 @@ class StepBackend:
     def __init__(self, launches: Launches, fillable: bool) -> None:
         self.launches = launches
         self.graph_metadata_fillable = fillable
+        self.use_sliding_window_kv_pool = False  # (read by 0.5.23's fill)
         self.cuda_graph_num_kv_splits = torch.zeros(MAX_BS * TOPK, dtype=torch.int32)
         self.in_graph_calls = 0
         self.out_graph_calls = 0
@@ -74,9 +79,18 @@ class StepBackend:
         self.out_graph_calls += 1
 
 
-def multi_step(trees, switch: bool, fillable: tuple[bool, ...] = (True, True)) -> tuple[SimpleNamespace, Launches]:
+def static_translator(req_to_token: torch.Tensor) -> SimpleNamespace:
+    """0.5.23's KVIndexTranslator on a static pool: read_source is the req_to_token passthrough."""
+    def read_source(plan, *, req_pool_indices, bs, kind=None):
+        return SimpleNamespace(row_ids=req_pool_indices, ids=req_to_token, row_stride=req_to_token.stride(0),
+                               entry_page_size=1, v2p=None, is_translated=False)
+    return SimpleNamespace(read_source=read_source)
+
+
+def multi_step(trees, switch: bool, fillable: tuple[bool, ...] = (True, True),
+               tree_name: str = "patched") -> tuple[SimpleNamespace, Launches]:
     launches = Launches()
-    tree = trees.get("patched")
+    tree = trees.get(tree_name)
     names = [f"{CLASS}.{m}" for m in METHODS]
     envs = SimpleNamespace(SGLANG_ENABLE_TRITON_DRAFT_METADATA_IN_GRAPH=SimpleNamespace(get=lambda: switch))
     defs = load_defs(source(tree, BACKEND), names, extra={
@@ -87,12 +101,16 @@ def multi_step(trees, switch: bool, fillable: tuple[bool, ...] = (True, True)) -
         "draft_kv_indices_used_len": lambda seq_lens_sum, topk, bs, steps: 0,
     })
     steps = [StepBackend(launches, f) for f in fillable]
+    req_to_token = torch.zeros((MAX_BS, 64), dtype=torch.int32)
     b = SimpleNamespace(
         topk=TOPK, speculative_num_steps=STEPS, attn_backends=steps, max_context_len=64, pool_len=64, page_size=1,
-        req_to_token_pool=SimpleNamespace(req_to_token=torch.zeros((MAX_BS, 64), dtype=torch.int32)),
+        req_to_token_pool=SimpleNamespace(req_to_token=req_to_token),
         kv_indptr=torch.zeros((STEPS, MAX_BS + 1), dtype=torch.int32),
         cuda_graph_kv_indices=torch.zeros((STEPS, MAX_BS * 64), dtype=torch.int64),
-        _filled_in_graph=False)
+        _filled_in_graph=False,
+        # 0.5.23 only: the translator, no window rail, no draft window
+        kv_index_translator=static_translator(req_to_token), window_rail=False, cuda_graph_window_kv_indices=None,
+        draft_window_size=0, draft_sink_size=0)
     for m in METHODS:
         setattr(b, m, MethodType(defs[f"{CLASS}.{m}"], b))
     b.metadata_in_graph = b._can_fill_metadata_in_graph()  # as __init__ sets it
@@ -103,7 +121,7 @@ def graph_batch() -> SimpleNamespace:
     """The draft graph's forward batch: its fields are the graph's input buffers."""
     return SimpleNamespace(batch_size=MAX_BS, seq_lens=torch.tensor([5, 9, 1, 13]), seq_lens_sum=None,
                            req_pool_indices=torch.arange(MAX_BS), positions=torch.tensor([4, 8, 0, 12]),
-                           spec_info=SimpleNamespace())
+                           spec_info=SimpleNamespace(), kv_loc_plan=None)
 
 
 def capture_then_replay(b: SimpleNamespace, launches: Launches, replays: int) -> tuple[list, list]:
@@ -117,8 +135,9 @@ def capture_then_replay(b: SimpleNamespace, launches: Launches, replays: int) ->
     return in_graph, list(launches.calls)
 
 
-def test_the_draft_graph_fills_its_metadata_and_replays_launch_nothing(trees) -> None:
-    b, launches = multi_step(trees, switch=True)
+@pytest.mark.parametrize("tree_name", PATCHED)
+def test_the_draft_graph_fills_its_metadata_and_replays_launch_nothing(trees, tree_name: str) -> None:
+    b, launches = multi_step(trees, switch=True, tree_name=tree_name)
     in_graph, replays = capture_then_replay(b, launches, replays=3)
     assert [name for name, _ in in_graph] == ["draft_kv_indices", "kv_splits"]
     grid, seq_lens, positions = in_graph[0][1]
@@ -129,19 +148,22 @@ def test_the_draft_graph_fills_its_metadata_and_replays_launch_nothing(trees) ->
     assert all(s.in_graph_calls == 1 for s in b.attn_backends)  # the step backends' hooks still run
 
 
+@pytest.mark.parametrize("tree_name", PATCHED)
 @pytest.mark.parametrize("switch, fillable", [(False, (True, True)), (True, (True, False))],
                          ids=["switch-off", "a-step-backend-not-eligible"])
-def test_otherwise_every_replay_fills_as_before(trees, switch: bool, fillable: tuple[bool, ...]) -> None:
-    b, launches = multi_step(trees, switch=switch, fillable=fillable)
+def test_otherwise_every_replay_fills_as_before(trees, switch: bool, fillable: tuple[bool, ...],
+                                                tree_name: str) -> None:
+    b, launches = multi_step(trees, switch=switch, fillable=fillable, tree_name=tree_name)
     in_graph, replays = capture_then_replay(b, launches, replays=2)
     assert in_graph == []
     assert [name for name, _ in replays] == ["draft_kv_indices", "kv_splits"] * 2
 
 
-def test_the_switch_defaults_on_and_turns_off(trees, monkeypatch) -> None:
+@pytest.mark.parametrize("tree_name", PATCHED)
+def test_the_switch_defaults_on_and_turns_off(trees, monkeypatch, tree_name: str) -> None:
     """On by default since its GPU parity and speed runs (benchmark/results/*-draft-side-in-graph)."""
     monkeypatch.delenv("SGLANG_ENABLE_TRITON_DRAFT_METADATA_IN_GRAPH", raising=False)
-    envs = TreeImporter.module(trees.get("patched"), "sglang.srt.environ").envs
+    envs = TreeImporter.module(trees.get(tree_name), "sglang.srt.environ").envs
     assert envs.SGLANG_ENABLE_TRITON_DRAFT_METADATA_IN_GRAPH.get() is True
     monkeypatch.setenv("SGLANG_ENABLE_TRITON_DRAFT_METADATA_IN_GRAPH", "false")
     assert envs.SGLANG_ENABLE_TRITON_DRAFT_METADATA_IN_GRAPH.get() is False
