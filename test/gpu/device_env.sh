@@ -1,7 +1,8 @@
 # Sourced by a device call's script (and by test/gpu/gate.sh), from the repository root, on the GPU
 # host: installs the carried bundle and runs the preflight (skipped when FASTPATH_PREFLIGHT_DONE=1,
-# which it exports for the scripts it starts), exports the offline/NVLS environment with the fork's
-# site (FASTPATH_SITE_FORK, /tmp/site-fork) first on PYTHONPATH, and defines T0, left SECONDS (time
+# which it exports for the scripts it starts), exports the offline/NVLS environment with this tree's
+# python/ (sglang_fastpath: the bundle's copy may be older) and then the fork's site
+# (FASTPATH_SITE_FORK, /tmp/site-fork) on PYTHONPATH, and defines T0, left SECONDS (time
 # left of a SECONDS budget), say MESSAGE, and M (where the models are made: SGLANG_FASTPATH_MODELS,
 # /tmp/fastpath-models).
 OUT=${OUT:-$PWD/.devrun/out}; mkdir -p "$OUT"  # the device tool sets OUT; elsewhere .devrun/out
@@ -13,7 +14,7 @@ if [ "${FASTPATH_PREFLIGHT_DONE:-}" != 1 ]; then
   say "preflight ok"
 fi
 export FASTPATH_PREFLIGHT_DONE=1
-export PYTHONPATH=${FASTPATH_SITE_FORK:-/tmp/site-fork}:$PWD/python PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 \
+export PYTHONPATH=$PWD/python:${FASTPATH_SITE_FORK:-/tmp/site-fork} PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 \
   TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 \
   NVSHMEM_DISABLE_NVLS=1 SGLANG_IS_FLASHINFER_AVAILABLE=false SGLANG_CUDA_COREDUMP_BEFORE_CRASH_WAIT_SECS=0 \
   SGLANG_FASTPATH_MODELS=${SGLANG_FASTPATH_MODELS:-/tmp/fastpath-models}

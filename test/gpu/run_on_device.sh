@@ -7,7 +7,7 @@
 #    SGLang 0.5.17 into /tmp/site-stock (skipped when that same bundle is already installed).
 #    Build it first, here: sglang-fastpath bundle --out .carry/bundle --profile slim
 #    and pass carry [".carry"] to the device tool (.carry/ is git-ignored; slim fits one call).
-# 2. Sets what SGLang needs offline on these hosts (below) and PYTHONPATH=/tmp/site-fork:python.
+# 2. Sets what SGLang needs offline on these hosts (below) and PYTHONPATH=python:/tmp/site-fork (the tree's sglang_fastpath first).
 # 3. Prints nvidia-smi and the versions, and checks that sglang.srt.entrypoints.engine imports,
 #    that sglang's metadata is the fork's and that sgl_kernel loaded the common_ops for this GPU.
 # 4. Runs `python3 -m pytest test -m gpu`, or pytest with the given args, or python3 FILE.py ARGS.
@@ -45,7 +45,7 @@ install_site() {  # SITE [--stock]
 }
 install_site "$FORK" || { say "install into $FORK failed"; exit 3; }
 install_site "$STOCK" --stock || { say "install into $STOCK failed"; exit 3; }
-export PYTHONPATH=$FORK:$ROOT/python${PYTHONPATH:+:$PYTHONPATH}
+export PYTHONPATH=$ROOT/python:$FORK${PYTHONPATH:+:$PYTHONPATH}  # this tree's sglang_fastpath before the bundle's copy
 say "installed (PYTHONPATH=$PYTHONPATH)"
 
 nvidia-smi || say "nvidia-smi failed"
