@@ -221,3 +221,23 @@ def test_adaptive_speculation_adds_its_extra_graph_states_to_the_estimate():
     adaptive = build_plan("all", VARIANTS, "/m", gpus=1, configs=["tp1"], backends=["triton"], kinds=["e2e"],
                           e2e=e2e, server_args={"speculative_adaptive": True}).jobs[0]
     assert adaptive.estimate_s() - plain.estimate_s() == pytest.approx(ADAPTIVE_STATES * ADAPTIVE_STATE_S)
+
+
+@pytest.mark.parametrize("misses, given, want", [
+    ({"accept_length": 3, "miss_rate": None}, None, 0),  # a pair whose draft misses: its own acceptance
+    ({"accept_length": None, "miss_rate": 0.2}, None, 0),
+    ({"accept_length": None, "miss_rate": None}, None, 3),  # the exact oracle: the simulation, as before
+    ({"accept_length": 3, "miss_rate": None}, "2.5", 2.5),  # --acc-len given: it wins
+    (None, None, 3),  # no oracle in models.json (random wiring)
+])
+def test_acc_len_defaults_to_real_acceptance_for_a_pair_that_misses(tmp_path, misses, given, want):
+    for side in ("target", "draft"):
+        (tmp_path / side).mkdir()
+        (tmp_path / side / "config.json").write_text("{}")
+    oracle = None if misses is None else {"misses": misses}
+    (tmp_path / "models.json").write_text(json.dumps({"oracle": oracle, "speculative": {}}))
+    argv = ["--profile", "all", "--kinds", "e2e", "--configs", "tp1", "--bs", "1", "--models", str(tmp_path),
+            "--variant", "fork=/s"] + (["--acc-len", given] if given else [])
+    args = run.parse_args(argv)
+    (job,) = run.make_plan(args, 1, run.parse_variants(args)).jobs
+    assert job.e2e.acc_len == want

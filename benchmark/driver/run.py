@@ -83,7 +83,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--prompt-len", type=int, help="e2e: prompt tokens per request (128)")
     p.add_argument("--output-len", type=int, help="e2e: generated tokens per request (256)")
     p.add_argument("--acc-len", type=float,
-                   help="e2e: SGLANG_SIMULATE_ACC_LEN for the spec-on engine (3); 0 = the draft's real acceptance")
+                   help="e2e: SGLANG_SIMULATE_ACC_LEN for the spec-on engine (3; 0 when the pair's draft misses "
+                        "on purpose, models --draft-accept-length/--draft-miss-rate); 0 = the draft's real acceptance")
     p.add_argument("--profile-steps", type=int,
                    help="e2e: after the timed runs, record a torch-profiler trace of N steps per batch size "
                         "and summarize where GPU time went (benchmark/trace_summary.py)")
@@ -118,6 +119,12 @@ def manifest(models: Path | None) -> tuple[dict[str, Any], dict[str, Any]]:
     return folder.extra_server_args(), folder.speculative()
 
 
+def default_acc_len(models: Path | None) -> float | None:
+    """``--acc-len`` left out: the draft's real acceptance (0) for a pair whose draft misses on purpose,
+    else None (the points' default, SGLANG_SIMULATE_ACC_LEN=3)."""
+    return 0.0 if models is not None and ModelsFolder(models).draft_misses() else None
+
+
 def parse_variants(args: argparse.Namespace) -> list[Variant]:
     """``--variant`` options with their ``--variant-env`` variables applied."""
     return parse_variant_env(args.variant_env, [Variant.parse(v) for v in args.variant])
@@ -129,7 +136,8 @@ def make_plan(args: argparse.Namespace, gpus: int, variants: list[Variant]) -> P
                         eager=args.eager, graph_max_bs=args.cuda_graph_max_bs)
     model_args, speculative = manifest(args.models)
     e2e = with_points(e2e, bs=args.bs, prompt_len=args.prompt_len, output_len=args.output_len,
-                      acc_len=args.acc_len, profile_steps=args.profile_steps, runs=args.e2e_runs,
+                      acc_len=args.acc_len if args.acc_len is not None else default_acc_len(args.models),
+                      profile_steps=args.profile_steps, runs=args.e2e_runs,
                       pysample_runs=args.pysample_runs,
                       steps=speculative.get("speculative_num_steps"),
                       topk=speculative.get("speculative_eagle_topk"),

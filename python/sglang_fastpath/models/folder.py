@@ -90,3 +90,9 @@ class ModelsFolder:
     def speculative(self) -> dict[str, Any]:
         """The manifest's speculative settings (steps, topk, draft tokens), or ``{}``."""
         return dict(self.manifest().get("speculative") or {})
+
+    def draft_misses(self) -> bool:
+        """Whether the pair's oracle draft is wrong on purpose (``models --draft-accept-length`` or
+        ``--draft-miss-rate``), i.e. its own acceptance is the one to measure."""
+        misses = (self.manifest().get("oracle") or {}).get("misses") or {}
+        return misses.get("accept_length") is not None or misses.get("miss_rate") is not None
