@@ -58,7 +58,7 @@ def test_rows_give_date_gpu_heading_variants_and_ratios(tmp_path: Path) -> None:
         "| 2026-01-01 00:00 | h200 | [one-variant](20260101-0000-h200-one-variant/) | Speculation on and off | fork "
         "| EAGLE-3 / no spec tp1 bs 8: 2.00x tok/s |",
         "| 2026-01-02 03:04 | h200x2 | [stock-vs-fork](20260102-0304-h200x2-stock-vs-fork/) | Stock \\| fork "
-        "| stock vs fork | e2e_spec tp2 bs 1: 1.50x tok/s; e2e_nospec tp2 bs 1: 1.10x tok/s; 2 errors |",
+        "| stock vs fork | fork/stock e2e_spec tp2 bs 1: 1.50x tok/s; fork/stock e2e_nospec tp2 bs 1: 1.10x tok/s; 2 errors |",
         "| 2026-01-03 00:00 | h200x2 | [gpu-gate](gate/20260103-0000-h200x2-gpu-gate/) | - | - "
         "| 2/3 engine cases ok; greedy = no spec in 1/2 |",
     ]

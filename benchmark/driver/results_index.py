@@ -82,12 +82,12 @@ def bench_figures(results: ResultSet) -> tuple[list[str], list[str]]:
         for (config, _, mode, _, _, _, bs), by_variant in spec_first:
             moved = ratio(by_variant, base, new)
             if moved is not None:
-                figures.append(f"{mode} {_bs_label(config, bs)}: {moved:.2f}x tok/s")
+                figures.append(f"{new}/{base} {mode} {_bs_label(config, bs)}: {moved:.2f}x tok/s")
         if not figures:
             for (config, _, mode, k, _, _, bs), by_variant in sorted(points(results, ("latency_ms",)).items()):
                 moved = ratio(by_variant, base, new)
                 if mode == "verify" and moved is not None:
-                    figures.append(f"verify k {k} {_bs_label(config, bs)}: {moved:.2f}x latency")
+                    figures.append(f"{new}/{base} verify k {k} {_bs_label(config, bs)}: {moved:.2f}x latency")
     else:
         speeds: dict[tuple[str, int], dict[str, float]] = {}
         for (config, _, mode, _, _, _, bs), by_variant in sorted(points(results, ("tokens_per_s",)).items()):
@@ -146,7 +146,7 @@ def describe(folder: Path, root: Path) -> Run:
 
 def render(root: Path = RESULTS) -> str:
     """INDEX.md's text for the run folders under ``root``."""
-    head = ["| date | GPU | run | what | variants | headline (last variant / first) |",
+    head = ["| date | GPU | run | what | variants | headline (last / first variant, named) |",
             "| --- | --- | --- | --- | --- | --- |"]
     runs = [describe(folder, root) for folder in run_folders(root)]
     bench = [run.row() for run in runs if not run.path.startswith(f"{GATE}/")]
