@@ -10,6 +10,7 @@ Kimi-K2.5 widths, MLA and INT4 experts, oracle-wired) runs at TP 2 with graphs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -105,12 +106,13 @@ def test_verify_accept_in_graph_keeps_greedy_output(family: str, tp: int, reques
     assert output_ids(spec) == base, f"EAGLE-3 with the acceptance in the verify graph changed greedy output at tp={tp}"
 
 
-def _predicted_acceptance(models: Path, first_token: int) -> list[int]:
-    """What each verify of a request must accept on a pair made with --draft-miss-rate (``walk.py``)."""
+def _acceptance_predictor(models: Path) -> Callable[[int], list[int]]:
+    """What each verify of a request must accept on a pair made with --draft-miss-rate (``walk.py``), from
+    the request's first token."""
     tables = load_file(models / "oracle.safetensors")
-    skip_tokens = set(tables["walk"][tables["skips"]].tolist())
-    return chain_accept_lengths(tables["next_token"].tolist(), skip_tokens, first_token,
-                                SPEC["speculative_num_draft_tokens"], SAMPLING["max_new_tokens"])
+    next_token, skip_tokens = tables["next_token"].tolist(), set(tables["walk"][tables["skips"]].tolist())
+    return lambda first_token: chain_accept_lengths(next_token, skip_tokens, first_token,
+                                                    SPEC["speculative_num_draft_tokens"], SAMPLING["max_new_tokens"])
 
 
 ACCEPT_EAGER = (("SGLANG_ENABLE_VERIFY_ACCEPT_IN_GRAPH", "0"),)
@@ -130,9 +132,9 @@ def test_rejected_drafts_keep_greedy_output_and_accept_what_the_walk_predicts(
     base = output_ids(run_case(Case(missing_models, spec=False), engine_dir))
     record = run_case(Case(missing_models, spec=True, cuda_graph=graph, env=env), engine_dir)
     assert output_ids(record) == base, f"EAGLE-3 ({variant}) changed greedy output under real rejection"
-    rejected = 0
+    predict, rejected = _acceptance_predictor(missing_models), 0
     for out in record["outputs"]:
-        lengths, meta = _predicted_acceptance(missing_models, out["output_ids"][0]), out["meta_info"]
+        lengths, meta = predict(out["output_ids"][0]), out["meta_info"]
         assert meta["spec_verify_ct"] == len(lengths), (meta, lengths)
         assert meta["spec_num_correct_drafts"] == sum(n - 1 for n in lengths), (meta, lengths)
         rejected += sum(n < SPEC["speculative_num_draft_tokens"] for n in lengths)

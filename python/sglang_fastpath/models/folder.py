@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from sglang_fastpath.errors import FastpathError
+from sglang_fastpath.models.shapes import DraftMisses
 
 MANIFEST = "models.json"
 CONFIG = "config.json"
@@ -95,4 +96,4 @@ class ModelsFolder:
         """Whether the pair's oracle draft is wrong on purpose (``models --draft-accept-length`` or
         ``--draft-miss-rate``), i.e. its own acceptance is the one to measure."""
         misses = (self.manifest().get("oracle") or {}).get("misses") or {}
-        return misses.get("accept_length") is not None or misses.get("miss_rate") is not None
+        return not DraftMisses(misses.get("accept_length"), misses.get("miss_rate")).exact
