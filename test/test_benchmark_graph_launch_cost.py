@@ -1,0 +1,53 @@
+"""benchmark/graph_launch_cost.py: its statistics and table on any machine, its cases on a GPU."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmark.tools import graph_launch_cost as glc
+
+
+def test_percentile_interpolates_between_order_statistics() -> None:
+    values = [5.0, 1.0, 3.0, 2.0, 4.0]
+    assert glc.percentile(values, 0.0) == 1.0
+    assert glc.percentile(values, 1.0) == 5.0
+    assert glc.percentile(values, 0.5) == 3.0
+    assert glc.percentile(values, 0.1) == pytest.approx(1.4)
+    with pytest.raises(ValueError):
+        glc.percentile([], 0.5)
+
+
+def test_record_reports_microseconds_per_launch_and_per_node() -> None:
+    r = glc.record("busy", 100, [200e-6, 100e-6, 300e-6])
+    assert r == {"case": "busy", "kernels": 100, "host_us": 200.0, "p10_us": 120.0, "p90_us": 280.0,
+                 "us_per_node": 2.0, "iters": 3}
+
+
+def test_table_has_a_row_per_case_in_order_and_marks_missing_sizes() -> None:
+    records = [glc.record("memcpy", 64, [64e-6]), glc.record("idle", 64, [32e-6]), glc.record("idle", 512, [512e-6])]
+    lines = glc.table(records).splitlines()
+    assert [line.split()[0] for line in lines[1:]] == ["idle", "memcpy"]  # CASES order, not the records'
+    assert lines[0].split() == ["case", "N=64", "us", "us/node", "N=512", "us", "us/node"]
+    assert lines[1].split() == ["idle", "32.0", "0.50", "512.0", "1.00"]
+    assert lines[2].split() == ["memcpy", "64.0", "1.00", "-", "-"]
+
+
+def test_an_unknown_case_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        glc.main(["--cases", "idle,nonsense"])
+    assert exc.value.code == 2
+    assert "unknown case nonsense" in capsys.readouterr().err
+
+
+@pytest.mark.gpu
+def test_every_case_times_its_graph_on_a_gpu(tmp_path: Path) -> None:
+    out = tmp_path / "launch.json"
+    assert glc.main(["--kernels", "16,64", "--iters", "5", "--out", str(out)]) == 0
+    records = json.loads(out.read_text())["records"]
+    cases = {r["case"] for r in records}
+    assert cases >= set(glc.CASES) - {"many_args"}
+    for r in records:
+        assert r["iters"] == 5 and 0 < r["p10_us"] <= r["host_us"] <= r["p90_us"]
