@@ -27,11 +27,15 @@ class TraceBuilder:
         self.events.append({"ph": "X", "cat": "user_annotation", "name": name, "ts": ts, "dur": dur, "tid": tid})
 
     def launch(self, ts: float, gpu_ts: float, gpu_dur: float, api: str = "cudaLaunchKernel",
-               kernel: str = "some_gemm_kernel", cat: str = "kernel") -> None:
+               kernel: str = "some_gemm_kernel", cat: str = "kernel", call_dur: float = 3.0) -> None:
         self.corr += 1
-        self.events.append({"ph": "X", "cat": "cuda_runtime", "name": api, "ts": ts, "dur": 3.0, "tid": SCHED,
+        self.events.append({"ph": "X", "cat": "cuda_runtime", "name": api, "ts": ts, "dur": call_dur, "tid": SCHED,
                             "args": {"correlation": self.corr}})
-        self.events.append({"ph": "X", "cat": cat, "name": kernel, "ts": gpu_ts, "dur": gpu_dur, "tid": 100,
+        self.gpu_op(gpu_ts, gpu_dur, kernel, cat)
+
+    def gpu_op(self, ts: float, dur: float, kernel: str = "some_gemm_kernel", cat: str = "kernel") -> None:
+        """One more GPU op of the last launch (a graph replay's next kernel)."""
+        self.events.append({"ph": "X", "cat": cat, "name": kernel, "ts": ts, "dur": dur, "tid": 100,
                             "args": {"correlation": self.corr}})
 
     def call(self, api: str, ts: float, dur: float) -> None:
@@ -205,3 +209,40 @@ def test_slow_cuda_calls_are_tallied_by_phase_and_name(capsys: pytest.CaptureFix
     assert cycle_phases.main([str(folder), "--slow-calls"]) == 0
     out = capsys.readouterr().out
     assert "slow CUDA calls" in out and "0.300  prepare: cudaMemcpyAsync" in out
+
+
+def test_graph_launch_starving_the_gpu_is_measured_per_phase(capsys: pytest.CaptureFixture[str],
+                                                               tmp_path: Path) -> None:
+    """A verify graph launched onto an idle GPU: its call holds the host 1 ms, its first kernel runs after
+    0.1 ms, and until the call returns the GPU runs only 0.2 ms of its kernels (starved 0.7 ms). The draft
+    graph, launched while the GPU is busy, starts after its call returned: no starving."""
+    t = TraceBuilder()
+    t.span("scheduler.run_batch", 0, 3000)
+    for i in range(5):
+        s = 10_000 * i
+        t.span("scheduler.run_batch", s, 8000)
+        t.span("draft", s + 1000, 1000)
+        t.launch(s + 900, s + 1000, 1200, kernel="busy_kernel")  # keeps the GPU busy past the draft launch
+        t.launch(s + 1500, s + 2200, 300, api="cudaGraphLaunch", kernel="draft_graph_kernel", call_dur=200)
+        t.span("step[TARGET_VERIFY bs=1]", s + 3000, 2000)
+        t.launch(s + 3500, s + 3600, 100, api="cudaGraphLaunch", kernel="verify_kernel", call_dur=1000)
+        t.gpu_op(s + 4200, 100, "verify_kernel")
+        t.gpu_op(s + 5000, 1000, "verify_kernel")  # after the call returned (4.5 ms): not starved
+    stats, _, _ = cycle_phases.analyse(t.events, "spec")
+    assert stats.graph_launches_ms == {
+        "draft": {"host": pytest.approx(0.2), "first_op": pytest.approx(0.7), "starved": 0.0},
+        "target_forward": {"host": pytest.approx(1.0), "first_op": pytest.approx(0.1), "starved": pytest.approx(0.7)},
+    }
+    assert stats.graph_starved_ms == pytest.approx(0.7)
+    folder = tmp_path / "e2e_spec-bs1"
+    write_trace(folder, t.events)
+    assert cycle_phases.main([str(folder), "--graphs"]) == 0
+    out = capsys.readouterr().out
+    assert "GPU starved in all 0.700" in out
+    assert "target_forward   launch   1.000  first op after   0.100  starved   0.700" in out
+
+
+def test_graph_launches_that_return_before_their_first_gpu_op_never_starve() -> None:
+    stats, _, _ = cycle_phases.analyse(spec_trace(), "spec")
+    assert set(stats.graph_launches_ms) == {"draft", "target_forward", "draft_extend"}
+    assert stats.graph_starved_ms == 0.0  # every call (3 µs) returns before its first GPU op

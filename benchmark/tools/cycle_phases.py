@@ -33,7 +33,11 @@ the cycle's wall window (whichever cycle launched them), idle = wall - busy. Hos
 device-to-host copies (``Memcpy DtoH`` events, which back ``.item()``, ``.tolist()``,
 ``.cpu()``). Slow CUDA calls: any other runtime or driver call on the scheduler thread that holds
 the host for ``SLOW_CALL_US`` or more (a pageable host-to-device copy waiting for its stream, an
-allocation, a large graph's launch), by phase and name (``--slow-calls``). The GPU-bound ratio of speculation: (no-spec GPU busy per token) over (spec
+allocation, a large graph's launch), by phase and name (``--slow-calls``). Graph launches (``--graphs``), per phase: the host time of the
+``cudaGraphLaunch`` call, the delay from its start to the graph's first GPU op, and how long the GPU
+idled between that first op and the call's return (**starved**): the driver hands a graph's work to the
+GPU while the call runs, so a graph launched onto an idle GPU starts within ~0.1 ms and then waits for
+the rest of its launch. The GPU-bound ratio of speculation: (no-spec GPU busy per token) over (spec
 GPU busy per cycle / accept length), each from its own trace; printed when both are given.
 
 The profiler adds a few µs of host time per recorded op, so host phases read longer than
@@ -113,6 +117,8 @@ class CycleStats:
     launches_per_cycle: dict[str, float]
     slow_call_ms: float = 0.0
     slow_calls_ms: dict[str, float] = field(default_factory=dict)
+    graph_launches_ms: dict[str, dict[str, float]] = field(default_factory=dict)
+    graph_starved_ms: float = 0.0
 
 
 def _spans(events: list[dict[str, Any]], thread: Any) -> list[Span]:
@@ -212,6 +218,10 @@ class _CycleTally:
     d2h: int = 0
     launches: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     slow_calls: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    graphs: dict[str, dict[str, float]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(float)))
+
+
+GRAPH_FIELDS = ("host", "first_op", "starved")
 
 
 def analyse(events: list[dict[str, Any]], label: str = "") -> tuple[CycleStats, list[Cycle], list[_CycleTally]]:
@@ -222,6 +232,8 @@ def analyse(events: list[dict[str, Any]], label: str = "") -> tuple[CycleStats, 
     tallies = [_CycleTally() for _ in cycles]
     launch_phase: dict[Any, tuple[int, str]] = {}
     gpu_spans: list[tuple[float, float]] = []
+    graph_calls: list[tuple[int, str, Any, float, float]] = []  # cycle, phase, correlation, call start, end
+    first_op: dict[Any, float] = {}
     for e, idx, phase in cuda_calls(events, cycles, thread):  # CPU side, by cycle and phase
         name = str(e.get("name", ""))
         corr = (e.get("args") or {}).get("correlation")
@@ -234,6 +246,9 @@ def analyse(events: list[dict[str, Any]], label: str = "") -> tuple[CycleStats, 
             continue
         if "Launch" in name:
             tallies[idx].launches["graph" if "Graph" in name else "kernel"] += 1
+            if "Graph" in name:
+                start = float(e["ts"])
+                graph_calls.append((idx, phase, corr, start, start + dur))
         if dur >= SLOW_CALL_US:
             tallies[idx].slow_calls[f"{phase}: {name}"] += dur
     for e in events:  # GPU side: each event to the phase that launched it
@@ -253,6 +268,16 @@ def analyse(events: list[dict[str, Any]], label: str = "") -> tuple[CycleStats, 
         if "DtoH" in name or "Device -> Pinned" in name or "Device -> Pageable" in name:
             tally.d2h += 1
         gpu_spans.append((start, start + dur))
+        if corr is not None:
+            first_op[corr] = min(first_op.get(corr, start), start)
+    for idx, phase, corr, start, end in graph_calls:
+        first = first_op.get(corr)
+        if first is None:
+            continue
+        starved = end - first - _busy_within(gpu_spans, first, end) if end > first else 0.0
+        graph = tallies[idx].graphs[phase]
+        for key, value in zip(GRAPH_FIELDS, (end - start, first - start, starved)):
+            graph[key] += value
     for cycle, tally in zip(cycles, tallies):
         tally.gpu_busy = _busy_within(gpu_spans, cycle.start, cycle.end)
         covered = sum(s.dur for k, s in cycle.phases.items())
@@ -331,7 +356,21 @@ def _stats(label: str, cycles: list[Cycle], tallies: list[_CycleTally]) -> Cycle
         slow_call_ms=_median_ms([sum(t.slow_calls.values()) for _, t in pairs]),
         slow_calls_ms={k: round(statistics.mean(t.slow_calls.get(k, 0.0) for _, t in pairs) / 1000.0, 4)
                        for k in sorted({k for _, t in pairs for k in t.slow_calls})},
+        graph_launches_ms={ph: {f: _median_ms([t.graphs[ph][f] if ph in t.graphs else 0.0 for _, t in pairs])
+                                for f in GRAPH_FIELDS}
+                           for ph in sorted({ph for _, t in pairs for ph in t.graphs}, key=PHASES.index)},
+        graph_starved_ms=_median_ms([sum(g["starved"] for g in t.graphs.values()) for _, t in pairs]),
     )
+
+
+def graph_lines(s: CycleStats) -> list[str]:
+    """Per phase, the graph launch's host time, the delay to its first GPU op and the GPU's starved time."""
+    lines = [f"{s.trace} ({s.mode} bs={s.bs}): graph launches, ms per cycle (medians); GPU starved in all "
+             f"{s.graph_starved_ms:.3f}"]
+    for phase, g in s.graph_launches_ms.items():
+        lines.append(f"  {phase:<16} launch {g['host']:7.3f}  first op after {g['first_op']:7.3f}  "
+                     f"starved {g['starved']:7.3f}")
+    return lines if s.graph_launches_ms else lines + ["  none"]
 
 
 def gpu_bound_ratio(nospec: CycleStats, spec: CycleStats, accept_len: float) -> float:
@@ -384,6 +423,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--slow-calls", action="store_true",
                    help=f"also print, per trace, the CUDA calls (not syncs) that held the host {SLOW_CALL_US:g} µs "
                         "or more, by phase and name, in ms per cycle")
+    p.add_argument("--graphs", action="store_true",
+                   help="also print, per trace and phase, each graph launch's host time, the delay to its first "
+                        "GPU op and how long the GPU then idled waiting for the rest of the launch (starved)")
     p.add_argument("--accept-len", type=float, default=None,
                    help="tokens per EAGLE-3 cycle: prints the GPU-bound ratio of each (bs, rank) that has both "
                         "a DECODE and a TARGET_VERIFY trace")
@@ -409,6 +451,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n{s.trace} ({s.mode} bs={s.bs}): slow CUDA calls, ms per cycle")
         print("\n".join(f"  {ms:7.3f}  {key}" for key, ms in sorted(s.slow_calls_ms.items(), key=lambda kv: -kv[1]))
               or "  none")
+    for s in stats if args.graphs else ():
+        print()
+        print("\n".join(graph_lines(s)))
     if args.accept_len:
         for line in ratio_lines(stats, args.accept_len):
             print(line)

@@ -2,10 +2,13 @@
 
   python benchmark/graph_launch_cost.py --kernels 64,256,512 --out graph_launch.json
 
-Why: in an EAGLE-3 cycle on kimi16 (one H200, TP 1) ``cudaGraphLaunch`` of the verify graph holds
-the host 1.0-1.1 ms for 506 kernels, about 2 µs a kernel, while plain decode's graph launches 480
-kernels in 0.48-0.67 ms (``benchmark/results/20261202-0248-h200-tp1-kimi16-real-accept3-stock-vs-fork``);
-the draft and draft-extend graphs cost about 3 µs a kernel. At bs 1 the GPU waits for that launch.
+Why: in an EAGLE-3 cycle on kimi16 (one H200, TP 1, bs 1) ``cudaGraphLaunch`` of the verify graph (506
+kernels) holds the host 0.96 ms; it is issued onto an idle GPU, which starts the graph's first kernel after
+0.17 ms and then runs out of handed-over work for 0.53 ms. At bs 8, issued onto a busy GPU, the same launch
+takes 0.63 ms; plain decode's (480 kernels) 0.51 ms
+(``benchmark/results/20261202-0248-h200-tp1-kimi16-real-accept3-stock-vs-fork``, ``cycle_phases.py
+--graphs``). This measures how the host's price per node depends on the graph's size and on what the GPU
+is doing at launch, and which graph features raise it.
 
 Each case captures graphs of N tiny kernels (one-element adds, so the GPU part is negligible to the
 host's) and times the host side of ``CUDAGraph.replay()`` alone, ``--iters`` times, median reported:

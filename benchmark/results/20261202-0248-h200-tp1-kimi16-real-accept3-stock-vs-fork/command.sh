@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device calls of 2026-12-02 session 12 on nvidia-h200 (one host kept warm, slim bundle with patches 0001-0022 of commit 1c02133), from the repository root, the scripts carried as .devrun/ (call A drew kimi16-acc3 and built the Marlin JIT cache; calls B and D measured; here: cycle-phases.txt/json and timeline.png remade from call D's traces with python3 benchmark/cycle_phases.py raw-call-d/e2e-fork-tp1-triton-traces/e2e_{nospec,spec}-bs{1,8} --launches 12 --accept-len 2.98 --slow-calls --json cycle-phases.json --png timeline.png)
+# Device calls of 2026-12-02 session 12 on nvidia-h200 (one host kept warm, slim bundle with patches 0001-0022 of commit 1c02133), from the repository root, the scripts carried as .devrun/ (call A drew kimi16-acc3 and built the Marlin JIT cache; calls B and D measured; here: cycle-phases.txt/json and timeline.png remade from call D's traces with python3 benchmark/cycle_phases.py raw-call-d/e2e-fork-tp1-triton-traces/e2e_{nospec,spec}-bs{1,8} --launches 12 --accept-len 2.98 --slow-calls --graphs --json cycle-phases.json; the PNG without --graphs, same traces)
 # ---- .devrun/common.sh
 #   # sourced by the s12* device scripts (session 12), from the repository root
 #   source test/gpu/device_env.sh
