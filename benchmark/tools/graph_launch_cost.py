@@ -39,6 +39,7 @@ from collections.abc import Callable
 from typing import Any
 
 from benchmark.core.argtypes import int_list
+from benchmark.core.stats import quantile
 
 CASES = ("idle", "busy", "after_other", "side_stream", "other_stream", "memcpy", "many_args")
 FORK_EVERY = 16
@@ -46,23 +47,12 @@ MEMCPY_EVERY = 4
 SLEEP_CYCLES = 5_000_000  # a few ms of GPU time at ~2 GHz: longer than any launch timed here
 
 
-def percentile(values: list[float], q: float) -> float:
-    """The q-quantile (0..1) of ``values`` by linear interpolation between order statistics."""
-    if not values:
-        raise ValueError("no values")
-    ordered = sorted(values)
-    pos = q * (len(ordered) - 1)
-    lo = int(pos)
-    hi = min(lo + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
-
-
 def record(case: str, kernels: int, samples_s: list[float]) -> dict[str, Any]:
     """One JSON record from the host seconds of each timed launch."""
     us = [s * 1e6 for s in samples_s]
     median = statistics.median(us)
-    return {"case": case, "kernels": kernels, "host_us": round(median, 2), "p10_us": round(percentile(us, 0.1), 2),
-            "p90_us": round(percentile(us, 0.9), 2), "us_per_node": round(median / kernels, 3),
+    return {"case": case, "kernels": kernels, "host_us": round(median, 2), "p10_us": round(quantile(us, 0.1), 2),
+            "p90_us": round(quantile(us, 0.9), 2), "us_per_node": round(median / kernels, 3),
             "iters": len(us)}
 
 

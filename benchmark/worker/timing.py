@@ -11,16 +11,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-
-def quantile(values: list[float], q: float) -> float:
-    """Linear-interpolated quantile of ``values`` (0 <= q <= 1)."""
-    if not values:
-        raise ValueError("quantile of no values")
-    ordered = sorted(values)
-    pos = q * (len(ordered) - 1)
-    lo = int(pos)
-    hi = min(lo + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+from benchmark.core.stats import quantile
 
 
 @dataclass(frozen=True)
