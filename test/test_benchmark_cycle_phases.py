@@ -163,6 +163,18 @@ def test_timeline_png(tmp_path: Path) -> None:
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 10_000
 
 
+def test_timeline_marks_the_graph_launch_calls_of_the_drawn_cycles() -> None:
+    from benchmark.tools.cycle_timeline import _graph_launch_bars
+
+    events = spec_trace()
+    _, cycles, _ = cycle_phases.analyse(events, "spec")
+    bars = _graph_launch_bars(events, cycles, cycles[2].start, cycles[3].end)
+    start = cycles[2].start  # draft 1.5 ms, verify 3.5 ms, draft extend 5.5 ms into each cycle; 3 µs calls
+    assert bars == [(start + 1500, start + 1503), (start + 3500, start + 3503), (start + 5500, start + 5503),
+                    (start + 11_500, start + 11_503), (start + 13_500, start + 13_503),
+                    (start + 15_500, start + 15_503)]
+
+
 def test_eager_launches_by_phase_leave_graph_replays_out(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     events = spec_trace()
     _, cycles, _ = cycle_phases.analyse(events, "spec")
