@@ -24,6 +24,7 @@ a replay (the launch-count test fails there).
 from __future__ import annotations
 
 import contextlib
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -49,8 +50,9 @@ def _runner_defs(tree) -> dict[str, Any]:
     return {name.rpartition(".")[2]: value for name, value in defs.items()}
 
 
-def _worker_method(tree):
-    extra = {
+def _worker_stand_ins() -> dict[str, Any]:
+    """What ``_draft_extend_for_decode`` needs besides the tensors, on both trees."""
+    return {
         "EagleDraftExtendInput": lambda **fields: SimpleNamespace(**fields),
         "prepare_for_draft_extend": lambda draft_extend_input, *args, **kwargs: SimpleNamespace(
             spec_info=draft_extend_input, forward_mode=SimpleNamespace(is_idle=lambda: False)),
@@ -63,8 +65,11 @@ def _worker_method(tree):
         # the top-k > 1 and rejection-sampling branches, never reached at topk 1 without rejection sampling
         "fast_topk": None, "renorm_draft_probs": None, "sample_draft_proposal": None,
     }
+
+
+def _worker_method(tree):
     name = "EagleDraftWorker._draft_extend_for_decode"
-    return load_defs(source(tree, WORKER), [name], extra=extra)[name]
+    return load_defs(source(tree, WORKER), [name], extra=_worker_stand_ins())[name]
 
 
 class GraphStandIn:
@@ -122,13 +127,9 @@ def _run_worker(tree, accept_lens: list[int], select: bool) -> tuple[SimpleNames
 ACCEPTS = [[1, 1, 1], [K, K, K], [1, K, 2], [3, 2, K]]
 
 
-@pytest.mark.parametrize("accept_lens", ACCEPTS, ids=lambda a: "-".join(map(str, a)))
-def test_the_in_graph_selection_gives_the_eager_next_draft_input(trees, accept_lens: list[int]) -> None:
-    tree = trees.get("patched")
-    eager, eager_runner = _run_worker(tree, accept_lens, select=False)
-    in_graph, graph_runner = _run_worker(tree, accept_lens, select=True)
-    assert eager_runner.replays == graph_runner.replays == 1
-    assert graph_runner.last_selection is not None and eager_runner.last_selection is None
+def _assert_both_are_the_last_accepted_rows_top1(eager: Any, in_graph: Any, graph_runner: Any,
+                                                 accept_lens: list[int]) -> None:
+    """Both next draft inputs hold the argmax and hidden state of each request's last accepted row."""
     rows = [i * K + a - 1 for i, a in enumerate(accept_lens)]
     expected_index = graph_runner.logits[rows].argmax(dim=-1, keepdim=True)
     for got in (eager, in_graph):
@@ -136,6 +137,16 @@ def test_the_in_graph_selection_gives_the_eager_next_draft_input(trees, accept_l
         assert got.topk_index.shape == (RAW_BS, 1) and got.topk_index.dtype == torch.int64
         assert torch.equal(got.topk_p, torch.ones((RAW_BS, 1), dtype=torch.float32))
         assert torch.equal(got.hidden_states, graph_runner.hidden[rows])
+
+
+@pytest.mark.parametrize("accept_lens", ACCEPTS, ids=lambda a: "-".join(map(str, a)))
+def test_the_in_graph_selection_gives_the_eager_next_draft_input(trees, accept_lens: list[int]) -> None:
+    tree = trees.get("patched")
+    eager, eager_runner = _run_worker(tree, accept_lens, select=False)
+    in_graph, graph_runner = _run_worker(tree, accept_lens, select=True)
+    assert eager_runner.replays == graph_runner.replays == 1
+    assert graph_runner.last_selection is not None and eager_runner.last_selection is None
+    _assert_both_are_the_last_accepted_rows_top1(eager, in_graph, graph_runner, accept_lens)
 
 
 def test_padded_rows_select_inside_their_own_request(trees) -> None:
@@ -155,28 +166,32 @@ def _conditions(**changes: Any) -> SimpleNamespace:
     return SimpleNamespace(**base)
 
 
-@pytest.mark.parametrize("changes, expected", [
-    ({}, True),
-    ({"switch": False}, False),
-    ({"topk": 4}, False),
-    ({"rejection": True}, False),
-    ({"hip": True}, False),
-    ({"dsa": True}, False),
-    ({"gathered": True}, False),
-], ids=["greedy-topk1", "switch-off", "topk4", "rejection-sampling", "rocm", "dsa-seed", "dp-gathered"])
-def test_the_selection_is_on_only_for_greedy_top1_drafting(trees, changes: dict[str, Any], expected: bool) -> None:
-    c = _conditions(**changes)
-    path = source(trees.get("patched"), RUNNER)
+# (conditions changed from greedy top-1 drafting, on for 0.5.17's selection, on for 0.5.23's top-1): 0.5.23
+# gathers the rows (and the DSA seed) itself, so its top-1 does not depend on either.
+CONDITIONS = [({}, True, True), ({"switch": False}, False, False), ({"topk": 4}, False, False),
+              ({"rejection": True}, False, False), ({"hip": True}, False, False), ({"dsa": True}, False, True),
+              ({"gathered": True}, False, True)]
+CONDITION_IDS = ["greedy-topk1", "switch-off", "topk4", "rejection-sampling", "rocm", "dsa-seed", "dp-gathered"]
+
+
+def _decide(tree: Path, method: str, c: SimpleNamespace) -> bool:
+    """The runner's ``method`` (a switch check) under the conditions ``c``, on ``tree``'s runner file."""
     extra = {
         "envs": SimpleNamespace(SGLANG_ENABLE_DRAFT_EXTEND_SELECT_IN_GRAPH=SimpleNamespace(get=lambda: c.switch)),
         "get_spec": lambda: SimpleNamespace(speculative_use_rejection_sampling=c.rejection),
         "is_hip": lambda: c.hip,
     }
-    name = f"{RUNNER_CLASS}._can_select_in_graph"
-    can_select = load_defs(path, [name], extra=extra)[name]
+    name = f"{RUNNER_CLASS}.{method}"
+    decide = load_defs(source(tree, RUNNER), [name], extra=extra)[name]
     runner = SimpleNamespace(eagle_worker=SimpleNamespace(topk=c.topk, seed_dsa_topk_from_draft_extend=c.dsa),
                              require_gathered_buffer=c.gathered)
-    assert bool(can_select(runner)) is expected
+    return bool(decide(runner))
+
+
+@pytest.mark.parametrize("changes, expected, _", CONDITIONS, ids=CONDITION_IDS)
+def test_the_selection_is_on_only_for_greedy_top1_drafting(trees, changes: dict[str, Any], expected: bool,
+                                                          _: bool) -> None:
+    assert _decide(trees.get("patched"), "_can_select_in_graph", _conditions(**changes)) is expected
 
 
 @pytest.mark.parametrize("tree_name", PATCHED)
@@ -221,21 +236,8 @@ class CountingTorch:
 
 
 def _upstream_worker_method(tree, counting: CountingTorch):
-    extra = {
-        "torch": counting,
-        "EagleDraftExtendInput": lambda **fields: SimpleNamespace(**fields),
-        "prepare_for_draft_extend": lambda draft_extend_input, *args, **kwargs: SimpleNamespace(
-            spec_info=draft_extend_input, forward_mode=SimpleNamespace(is_idle=lambda: False)),
-        "context_tuple": lambda *ctxs: contextlib.nullcontext(),
-        "graph_fallback": SimpleNamespace(note_runner=lambda *args: None),
-        "maybe_detect_nan": lambda *args: None,
-        "maybe_detect_inf": lambda *args: None,
-        "get_spec": lambda: SimpleNamespace(speculative_use_rejection_sampling=False),
-        "_is_hip": False,
-        # the ROCm, top-k > 1 and rejection-sampling branches, never reached here
-        "draft_topk1_argmax_only": None, "fast_topk": None, "renorm_draft_probs": None,
-        "sample_draft_proposal": None,
-    }
+    # 0.5.23's ROCm top-1 branch is never reached here either
+    extra = {**_worker_stand_ins(), "torch": counting, "draft_topk1_argmax_only": None}
     name = "EagleDraftWorker._draft_extend_for_decode"
     return load_defs(source(tree, WORKER), [name], extra=extra)[name]
 
@@ -310,13 +312,7 @@ def test_the_in_graph_top1_gives_the_eager_next_draft_input_0523(trees, accept_l
     assert eager_runner.replays == graph_runner.replays == 1
     assert graph_runner.last_top1 is not None and eager_runner.last_top1 is None
     assert eager_torch.launches == ["argmax", "ones_like"] and graph_torch.launches == []
-    rows = [i * K + a - 1 for i, a in enumerate(accept_lens)]
-    expected_index = graph_runner.logits[rows].argmax(dim=-1, keepdim=True)
-    for got in (eager, in_graph):
-        assert torch.equal(got.topk_index, expected_index)
-        assert got.topk_index.shape == (RAW_BS, 1) and got.topk_index.dtype == torch.int64
-        assert torch.equal(got.topk_p, torch.ones((RAW_BS, 1), dtype=torch.float32))
-        assert torch.equal(got.hidden_states, graph_runner.hidden[rows])
+    _assert_both_are_the_last_accepted_rows_top1(eager, in_graph, graph_runner, accept_lens)
 
 
 @pytest.mark.parametrize("tree_name", ["upstream", pytest.param("upstream_pristine", marks=SHOWS_THE_BUG)])
@@ -339,25 +335,7 @@ def test_the_top1_is_cut_to_the_real_batch_and_absent_without_a_capture_0523(tre
     assert defs["_replayed_top1"](stand_in, MAX_BS, RAW_BS) is None  # no top-1 captured for that bs
 
 
-@pytest.mark.parametrize("changes, expected", [
-    ({}, True),
-    ({"switch": False}, False),
-    ({"topk": 4}, False),
-    ({"rejection": True}, False),
-    ({"hip": True}, False),
-    # 0.5.23 gathers the rows (and the DSA seed) itself; the top-1 does not depend on either
-    ({"dsa": True}, True),
-    ({"gathered": True}, True),
-], ids=["greedy-topk1", "switch-off", "topk4", "rejection-sampling", "rocm", "dsa-seed", "dp-gathered"])
-def test_the_top1_is_taken_only_for_greedy_top1_drafting_0523(trees, changes: dict[str, Any], expected: bool) -> None:
-    c = _conditions(**changes)
-    extra = {
-        "envs": SimpleNamespace(SGLANG_ENABLE_DRAFT_EXTEND_SELECT_IN_GRAPH=SimpleNamespace(get=lambda: c.switch)),
-        "get_spec": lambda: SimpleNamespace(speculative_use_rejection_sampling=c.rejection),
-        "is_hip": lambda: c.hip,
-    }
-    name = f"{RUNNER_CLASS}._can_take_top1_in_graph"
-    can_take = load_defs(source(trees.get("upstream"), RUNNER), [name], extra=extra)[name]
-    runner = SimpleNamespace(eagle_worker=SimpleNamespace(topk=c.topk, seed_dsa_topk_from_draft_extend=c.dsa),
-                             require_gathered_buffer=c.gathered)
-    assert bool(can_take(runner)) is expected
+@pytest.mark.parametrize("changes, _, expected", CONDITIONS, ids=CONDITION_IDS)
+def test_the_top1_is_taken_only_for_greedy_top1_drafting_0523(trees, changes: dict[str, Any], _: bool,
+                                                              expected: bool) -> None:
+    assert _decide(trees.get("upstream"), "_can_take_top1_in_graph", _conditions(**changes)) is expected
