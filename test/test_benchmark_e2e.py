@@ -25,6 +25,22 @@ def _job(spec: dict) -> JobSpec:
     return JobSpec.from_spec({"kind": "e2e", **spec})
 
 
+def _steps(mode: str, n: int = 4) -> list[dict]:
+    """``n`` scheduler steps of 1 ms in a trace, each replaying a graph busy 0.3 ms (decode) or 0.6 ms (verify)."""
+    busy = 600 if mode == "TARGET_VERIFY" else 300
+    events = []
+    for i in range(n):
+        s = 1000 + 1000 * i
+        events += [{"ph": "X", "cat": "user_annotation", "name": "scheduler.run_batch", "ts": s, "dur": 800, "tid": 7},
+                   {"ph": "X", "cat": "user_annotation", "name": f"step[{mode} bs=1]", "ts": s + 100, "dur": 300,
+                    "tid": 7},
+                   {"ph": "X", "cat": "cuda_runtime", "name": "cudaGraphLaunch", "ts": s + 150, "dur": 5, "tid": 7,
+                    "args": {"correlation": i + 1}},
+                   {"ph": "X", "cat": "kernel", "name": "gemm", "ts": s + 200, "dur": busy, "tid": 100,
+                    "args": {"correlation": i + 1}}]
+    return events
+
+
 class FakeEngine:
     """Counts 17 all-reduces per generated token (decode) or 4 per token (verify), like the fork's telemetry."""
 
@@ -47,7 +63,8 @@ class FakeEngine:
         self.count += len(input_ids) * n * (4 if self.spec else 17)
         if self.profile_dir:  # the scheduler writes its trace when the profiled steps are done
             with gzip.open(Path(self.profile_dir) / "1-TP-0.trace.json.gz", "wt") as f:
-                json.dump({"traceEvents": [{"ph": "X", "cat": "kernel", "name": AR, "ts": 0, "dur": 12}]}, f)
+                json.dump({"traceEvents": [{"ph": "X", "cat": "kernel", "name": AR, "ts": 0, "dur": 12},
+                                           *_steps("TARGET_VERIFY" if self.spec else "DECODE")]}, f)
             self.profile_dir = None
         meta = {"completion_tokens": n, **({"spec_accept_length": 4.0} if self.spec else {})}
         shift = FakeEngine.spec_shift if self.spec else 0  # a non-zero shift: EAGLE-3 "changes" the output
@@ -101,6 +118,8 @@ def test_e2e_job_keeps_real_acceptance_and_records_counts_and_profiles(tmp_path,
     assert summary["categories"]["nccl_allreduce"]["count"] == 1
     assert Path(traces[0]["folder"]).parent == Path(str(out.with_suffix("")) + "-traces")
     assert FakeEngine.started[-1]["speculative_num_draft_tokens"] == 4
+    busy = {(x["mode"], x["bs"]): x["value"] for x in lines if x["type"] == "record" and x["metric"] == "gpu_busy_ms"}
+    assert busy == {("e2e_nospec", 1): 0.3, ("e2e_nospec", 2): 0.3, ("e2e_spec", 1): 0.6, ("e2e_spec", 2): 0.6}
 
 
 def test_a_positive_acc_len_is_simulated(tmp_path, models):

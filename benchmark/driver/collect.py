@@ -4,11 +4,15 @@ A worker writes only what it measured (mode, bs, k, topk, metric, value, graph, 
 the job that ran it supplies variant, config, backend, TP and round. Lines marked
 ``warmup`` (the block a micro process times first) are dropped. The rounds of each
 figure are merged into one record with their spread (``rounds.py``), and this module
-adds ``floor_ms``/``floor_bytes`` for decode and verify steps from the model's shapes.
+adds ``floor_ms``/``floor_bytes`` for decode and verify steps from the model's shapes. Where a
+process profiled both engines at a batch size (``--profile-steps``), it also gets the GPU-bound ratio of
+speculation there and the share of it the measured tokens/s reach (``derive_gpu_bound``), within that
+process, before the rounds are merged.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Iterable
 
 from benchmark.core.errors import BenchError
@@ -37,10 +41,37 @@ def records_of(outcome: JobOutcome) -> tuple[list[Record], list[dict[str, Any]]]
                 errors.append({**base, **where, "where": "record", "error": str(exc)})
         elif kind == "error":
             errors.append({**base, **where, **{k: v for k, v in line.items() if k != "type"}})
+    records += derive_gpu_bound(records)
     if outcome.status not in ("ok", "unrunnable"):  # a job this machine cannot run is no failure
         errors.append({**base, **where, "where": "process",
                        "error": f"{outcome.status}: {outcome.note or f'exit status {outcome.rc}'} (see {outcome.log})"})
     return records, errors
+
+
+def derive_gpu_bound(records: list[Record]) -> list[Record]:
+    """For each EAGLE-3 batch size of one process with profiled GPU busy times on both engines:
+    ``gpu_bound_ratio`` = no speculation's busy ms per token / (EAGLE-3's busy ms per cycle / accept length),
+    the speed-up if neither engine left the GPU idle, and ``share_of_gpu_bound`` = the measured tokens/s
+    ratio over it."""
+    by = {(r.mode, r.bs, r.k, r.topk, r.metric): r for r in records}
+    derived = []
+    for spec in records:
+        if spec.mode != "e2e_spec" or spec.metric != "gpu_busy_ms" or spec.value <= 0:
+            continue
+        base = by.get(("e2e_nospec", spec.bs, 0, 0, "gpu_busy_ms"))
+        accept = by.get(("e2e_spec", spec.bs, spec.k, spec.topk, "accept_len"))
+        if base is None or accept is None:
+            continue
+        ratio = base.value * accept.value / spec.value
+        extra = {"nospec_gpu_busy_ms": base.value, "spec_gpu_busy_ms": spec.value, "accept_len": accept.value}
+        derived.append(replace(spec, metric="gpu_bound_ratio", value=round(ratio, 4), extra=extra))
+        fast = by.get(("e2e_spec", spec.bs, spec.k, spec.topk, "tokens_per_s"))
+        slow = by.get(("e2e_nospec", spec.bs, 0, 0, "tokens_per_s"))
+        if fast is not None and slow is not None and slow.value > 0:
+            measured = fast.value / slow.value
+            derived.append(replace(spec, metric="share_of_gpu_bound", value=round(measured / ratio, 4),
+                                   extra={**extra, "measured_ratio": round(measured, 4)}))
+    return derived
 
 
 def annotate_floor(records: Iterable[Record], shape: ModelShape | None, bandwidth: float | None) -> None:

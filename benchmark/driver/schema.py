@@ -40,6 +40,14 @@ METRICS: dict[str, Direction] = {
     "accept_len": Direction.NEUTRAL,  # mean accepted tokens per verify (e2e, spec on)
     "verify_graph_hit": Direction.HIGHER,  # verify steps replayed from a CUDA graph / all (e2e, 0012)
     "cycle_ms": Direction.LOWER,  # GPU ms of a draft + verify + draft-extend cycle, mean (e2e, 0012)
+    # e2e --profile-steps, rank 0's trace (tools/cycle_phases.py), medians over the profiled steps/cycles:
+    "gpu_busy_ms": Direction.LOWER,  # GPU busy time of a decode step or an EAGLE-3 cycle
+    "gpu_idle_frac": Direction.LOWER,  # the share of a step's or cycle's wall time the GPU idled
+    "graph_starved_ms": Direction.LOWER,  # GPU idle inside graph launches still running (--graphs)
+    # derived per process from the above (driver/collect.py): no speculation's GPU busy time per token
+    # over EAGLE-3's per accepted token, and how much of that the measured tokens/s ratio reaches
+    "gpu_bound_ratio": Direction.NEUTRAL,
+    "share_of_gpu_bound": Direction.HIGHER,
 }
 
 # decode/verify: the graph or eager path the runner chose; *_eager: eager forced.

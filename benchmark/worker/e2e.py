@@ -179,6 +179,9 @@ def run_engine(spec: JobSpec, sink: Sink, speculative: bool, trace_dir: Path) ->
                     engine, lambda: _generate(engine, prompts[:bs], e.output_len), folder, e.profile_steps)
                 sink.info("trace_summary", {"mode": mode, "bs": bs, "steps": e.profile_steps,
                                             "folder": str(folder), "traces": summary})
+                for metric, (value, cycles) in engine_probes.cycle_figures(folder).items():
+                    sink.record(mode=mode, bs=bs, k=k, topk=topk, metric=metric, value=value, n=cycles,
+                                extra={"profiled_steps": e.profile_steps})
             except Exception as exc:  # noqa: BLE001 - a failed trace leaves the timings standing
                 sink.error(f"{mode} bs={bs} profile", exc)
     finally:

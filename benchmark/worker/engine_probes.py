@@ -112,6 +112,24 @@ def profile_run(engine: Any, run: Callable[[], Any], folder: Path, steps: int,
     return {p.name: trace_summary.summarize(trace_summary.load_trace(p)) for p in traces}
 
 
+def cycle_figures(folder: Path) -> dict[str, tuple[float, int]]:
+    """``gpu_busy_ms``, ``gpu_idle_frac`` and ``graph_starved_ms`` of rank 0's trace in ``folder``
+    (``tools/cycle_phases.py``: medians over its steady cycles), each with the number of cycles; empty when
+    there is no trace or no cycle in it."""
+    from benchmark.core.errors import BenchError
+    from benchmark.tools import cycle_phases, trace_summary
+
+    traces = sorted(trace_summary.trace_files(folder), key=lambda p: ("TP-0" not in p.name, p.name))
+    if not traces:
+        return {}
+    try:
+        stats, _, _ = cycle_phases.analyse(trace_summary.load_trace(traces[0]), traces[0].name)
+    except BenchError:
+        return {}
+    return {"gpu_busy_ms": (stats.gpu_busy_ms, stats.cycles), "gpu_idle_frac": (stats.gpu_idle_frac, stats.cycles),
+            "graph_starved_ms": (stats.graph_starved_ms, stats.cycles)}
+
+
 def _settled(path: Path) -> bool:
     size = path.stat().st_size
     time.sleep(0.5)
