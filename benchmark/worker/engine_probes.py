@@ -13,7 +13,8 @@
 * Profile: ``Engine.start_profile`` for a fixed number of scheduler steps, then one more
   generate call of the same batch; SGLang writes a torch-profiler trace per TP rank into
   the folder, which ``trace_summary`` condenses (GPU time per kernel category, busy vs
-  idle, CUDA runtime calls).
+  idle, CUDA runtime calls); ``cycle_figures`` reads rank 0's steady steps or cycles from it
+  (``tools/cycle_phases.py``: GPU busy ms, idle share, GPU starved inside graph launches).
 """
 
 from __future__ import annotations
