@@ -1,4 +1,4 @@
-"""Order statistics the benchmark's parts share."""
+"""Statistics the benchmark's parts share: quantiles, and the GPU-bound ratio of speculation."""
 
 from __future__ import annotations
 
@@ -12,3 +12,9 @@ def quantile(values: list[float], q: float) -> float:
     lo = int(pos)
     hi = min(lo + 1, len(ordered) - 1)
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def gpu_bound_ratio(decode_busy_ms: float, cycle_busy_ms: float, accept_len: float) -> float:
+    """Speed-up of speculation if neither engine left the GPU idle: GPU busy time per token of plain
+    decode (one token a step) over an EAGLE-3 cycle's per accepted token."""
+    return decode_busy_ms / (cycle_busy_ms / accept_len)

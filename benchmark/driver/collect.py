@@ -17,6 +17,7 @@ from typing import Any, Iterable
 
 from benchmark.core.errors import BenchError
 from benchmark.core.floor import ModelShape, floor_ms, step_bytes
+from benchmark.core.stats import gpu_bound_ratio
 from benchmark.driver.orchestrate import JobOutcome
 from benchmark.driver.rounds import merge_rounds
 from benchmark.driver.schema import STEP_MODES, Record, ResultSet
@@ -62,7 +63,7 @@ def derive_gpu_bound(records: list[Record]) -> list[Record]:
         accept = by.get(("e2e_spec", spec.bs, spec.k, spec.topk, "accept_len"))
         if base is None or accept is None:
             continue
-        ratio = base.value * accept.value / spec.value
+        ratio = gpu_bound_ratio(base.value, spec.value, accept.value)
         extra = {"nospec_gpu_busy_ms": base.value, "spec_gpu_busy_ms": spec.value, "accept_len": accept.value}
         derived.append(replace(spec, metric="gpu_bound_ratio", value=round(ratio, 4), extra=extra))
         fast = by.get(("e2e_spec", spec.bs, spec.k, spec.topk, "tokens_per_s"))

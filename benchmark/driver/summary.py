@@ -1,8 +1,9 @@
 """The side-by-side table a run prints: each point's figure per variant, its spread, the ratio, the floor.
 
 One line per (config, backend, mode, k, topk, bs) and metric latency_ms, tokens_per_s,
-accept_len, and where the e2e engines were profiled gpu_bound_ratio and share_of_gpu_bound. ``G`` after a latency means every timed step of every round replayed a
-CUDA graph, ``E`` that none did. ``range`` is the spread of the rounds' medians
+accept_len, and where the e2e engines were profiled gpu_bound_ratio and share_of_gpu_bound.
+``G`` after a latency means every timed step of every round replayed a CUDA graph, ``E``
+that none did. ``range`` is the spread of the rounds' medians
 (max - min) relative to the figure; ``-`` where one round was measured. The ratio is
 the last variant over the first; the verdict beside it is ``compare.judge``'s: a move
 past the threshold that also clears both spreads (``WORSE``/``better``), one that does

@@ -56,6 +56,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchmark.core import stats as core_stats
 from benchmark.core.errors import BenchError
 from benchmark.tools.trace_summary import (
     CUDA_API_CATS, GPU_CATS, kernel_category, load_trace, trace_files, union_length)
@@ -69,6 +70,11 @@ PHASES = ("prepare", "draft", "draft_to_verify", "target_forward", "accept", "dr
           "result", "recv", "schedule", "loop_other")
 SYNC_CALLS = ("cudaStreamSynchronize", "cudaEventSynchronize", "cudaDeviceSynchronize")
 SLOW_CALL_US = 40.0
+
+
+def is_graph_launch(call_name: str) -> bool:
+    """A CUDA runtime or driver call that launches a captured graph (``cudaGraphLaunch``, ``cuGraphLaunch``)."""
+    return "Launch" in call_name and "Graph" in call_name
 
 
 @dataclass
@@ -245,8 +251,8 @@ def analyse(events: list[dict[str, Any]], label: str = "") -> tuple[CycleStats, 
             tallies[idx].sync_wait += dur
             continue
         if "Launch" in name:
-            tallies[idx].launches["graph" if "Graph" in name else "kernel"] += 1
-            if "Graph" in name:
+            tallies[idx].launches["graph" if is_graph_launch(name) else "kernel"] += 1
+            if is_graph_launch(name):
                 start = float(e["ts"])
                 graph_calls.append((idx, phase, corr, start, start + dur))
         if dur >= SLOW_CALL_US:
@@ -375,7 +381,7 @@ def graph_lines(s: CycleStats) -> list[str]:
 
 def gpu_bound_ratio(nospec: CycleStats, spec: CycleStats, accept_len: float) -> float:
     """Speed-up of speculation if neither side left the GPU idle: per-token GPU time ratio."""
-    return (nospec.gpu_busy_ms / 1.0) / (spec.gpu_busy_ms / accept_len)
+    return core_stats.gpu_bound_ratio(nospec.gpu_busy_ms, spec.gpu_busy_ms, accept_len)
 
 
 def _rank(label: str) -> str:

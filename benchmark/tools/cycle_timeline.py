@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from benchmark.tools.cycle_phases import PHASES, Cycle, cuda_calls, scheduler_thread
+from benchmark.tools.cycle_phases import PHASES, Cycle, cuda_calls, is_graph_launch, scheduler_thread
 from benchmark.tools.trace_summary import GPU_CATS
 
 COLORS = dict(zip(PHASES, ("#bdbdbd", "#1f77b4", "#9edae5", "#d62728", "#ff7f0e", "#2ca02c", "#c7c7c7",
@@ -36,7 +36,7 @@ def _graph_launch_bars(events: list[dict[str, Any]], cycles: list[Cycle], lo: fl
     """(start, end) of every graph-launch call on the scheduler thread that overlaps [lo, hi)."""
     calls = cuda_calls(events, cycles, scheduler_thread(events))
     spans = ((float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0.0))) for e, _, _ in calls
-             if "GraphLaunch" in str(e.get("name", "")))
+             if is_graph_launch(str(e.get("name", ""))))
     return [(start, end) for start, end in spans if end > lo and start < hi]
 
 
