@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import sys
@@ -10,6 +9,7 @@ import types
 from pathlib import Path
 
 import pytest
+from profiler_steps import step_events, write_trace
 
 from benchmark.core.spec import JobSpec
 from benchmark.worker import e2e
@@ -23,22 +23,6 @@ AR = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL"
 def _job(spec: dict) -> JobSpec:
     """The typed spec a worker reads, from the fields a test sets (the rest take their defaults)."""
     return JobSpec.from_spec({"kind": "e2e", **spec})
-
-
-def _steps(mode: str, n: int = 4) -> list[dict]:
-    """``n`` scheduler steps of 1 ms in a trace, each replaying a graph busy 0.3 ms (decode) or 0.6 ms (verify)."""
-    busy = 600 if mode == "TARGET_VERIFY" else 300
-    events = []
-    for i in range(n):
-        s = 1000 + 1000 * i
-        events += [{"ph": "X", "cat": "user_annotation", "name": "scheduler.run_batch", "ts": s, "dur": 800, "tid": 7},
-                   {"ph": "X", "cat": "user_annotation", "name": f"step[{mode} bs=1]", "ts": s + 100, "dur": 300,
-                    "tid": 7},
-                   {"ph": "X", "cat": "cuda_runtime", "name": "cudaGraphLaunch", "ts": s + 150, "dur": 5, "tid": 7,
-                    "args": {"correlation": i + 1}},
-                   {"ph": "X", "cat": "kernel", "name": "gemm", "ts": s + 200, "dur": busy, "tid": 100,
-                    "args": {"correlation": i + 1}}]
-    return events
 
 
 class FakeEngine:
@@ -62,9 +46,10 @@ class FakeEngine:
             FakeEngine.sampled.append(switch.read_text())
         self.count += len(input_ids) * n * (4 if self.spec else 17)
         if self.profile_dir:  # the scheduler writes its trace when the profiled steps are done
-            with gzip.open(Path(self.profile_dir) / "1-TP-0.trace.json.gz", "wt") as f:
-                json.dump({"traceEvents": [{"ph": "X", "cat": "kernel", "name": AR, "ts": 0, "dur": 12},
-                                           *_steps("TARGET_VERIFY" if self.spec else "DECODE")]}, f)
+            # one all-reduce, then 4 steps whose graph keeps the GPU busy 0.3 ms (decode) or 0.6 ms (verify)
+            steps = step_events("TARGET_VERIFY", 600, 4) if self.spec else step_events("DECODE", 300, 4)
+            write_trace(Path(self.profile_dir) / "1-TP-0.trace.json.gz",
+                        [{"ph": "X", "cat": "kernel", "name": AR, "ts": 0, "dur": 12}, *steps])
             self.profile_dir = None
         meta = {"completion_tokens": n, **({"spec_accept_length": 4.0} if self.spec else {})}
         shift = FakeEngine.spec_shift if self.spec else 0  # a non-zero shift: EAGLE-3 "changes" the output

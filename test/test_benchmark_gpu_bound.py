@@ -4,13 +4,12 @@ trace (``engine_probes.cycle_figures``) and the driver's derived ``gpu_bound_rat
 
 from __future__ import annotations
 
-import gzip
-import json
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from profiler_steps import step_events, write_trace
 
 from benchmark.driver import collect
 from benchmark.driver.schema import Record
@@ -67,27 +66,9 @@ def test_each_process_gets_its_own_derived_records() -> None:
     assert {r.metric for r in got} >= {"gpu_bound_ratio", "share_of_gpu_bound"}
 
 
-def _trace(folder: Path, name: str, busy_us: float, cycles: int = 5) -> None:
-    """Steps of 1000 µs, each launching one graph whose kernel is busy ``busy_us``."""
-    events: list[dict[str, Any]] = []
-    for i in range(cycles + 1):
-        s = 1000.0 * i
-        events.append({"ph": "X", "cat": "user_annotation", "name": "scheduler.run_batch", "ts": s, "dur": 800,
-                       "tid": 7})
-        events.append({"ph": "X", "cat": "user_annotation", "name": "step[DECODE bs=1]", "ts": s + 100, "dur": 300,
-                       "tid": 7})
-        events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaGraphLaunch", "ts": s + 150, "dur": 5,
-                       "tid": 7, "args": {"correlation": i + 1}})
-        events.append({"ph": "X", "cat": "kernel", "name": "gemm", "ts": s + 200, "dur": busy_us, "tid": 100,
-                       "args": {"correlation": i + 1}})
-    folder.mkdir(parents=True, exist_ok=True)
-    with gzip.open(folder / name, "wt") as f:
-        json.dump({"traceEvents": events}, f)
-
-
 def test_cycle_figures_read_rank_0s_trace(tmp_path: Path) -> None:
-    _trace(tmp_path, "2-TP-1.trace.json.gz", busy_us=700.0)
-    _trace(tmp_path, "1-TP-0.trace.json.gz", busy_us=400.0)
+    write_trace(tmp_path / "2-TP-1.trace.json.gz", step_events("DECODE", 700.0, 6))
+    write_trace(tmp_path / "1-TP-0.trace.json.gz", step_events("DECODE", 400.0, 6))
     figures = engine_probes.cycle_figures(tmp_path)
     assert figures["gpu_busy_ms"] == (pytest.approx(0.4), 4)  # 5 cycles, the first dropped as warm-up
     assert figures["gpu_idle_frac"][0] == pytest.approx(0.6)
@@ -96,6 +77,5 @@ def test_cycle_figures_read_rank_0s_trace(tmp_path: Path) -> None:
 
 def test_cycle_figures_of_no_trace_or_no_cycle_are_empty(tmp_path: Path) -> None:
     assert engine_probes.cycle_figures(tmp_path) == {}
-    with gzip.open(tmp_path / "1-TP-0.trace.json.gz", "wt") as f:
-        json.dump({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 0, "dur": 1}]}, f)
+    write_trace(tmp_path / "1-TP-0.trace.json.gz", [{"ph": "X", "cat": "kernel", "name": "k", "ts": 0, "dur": 1}])
     assert engine_probes.cycle_figures(tmp_path) == {}
