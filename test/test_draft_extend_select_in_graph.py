@@ -160,6 +160,44 @@ def test_padded_rows_select_inside_their_own_request(trees) -> None:
     assert sel.topk_p.shape == (PADDED_BS, 1)
 
 
+WIDTH_BUFFERS = ("extend_seq_lens", "num_correct_drafts", "num_accept_tokens")
+
+
+def test_a_narrower_runner_captures_with_its_own_width_in_the_shared_buffers(trees) -> None:
+    """``--speculative-adaptive`` builds one draft-extend runner per width. The input-buffer pool shares the
+    [max_bs] width-valued buffers by size, so a width-1 runner (the steps-0 state) sees the startup runner's
+    width there; its capture's row pick then indexed past its logits (a device-side assert at start-up on an
+    H200). Each runner must refill them with its own width before it captures."""
+    tree = trees.get("patched")
+    share = load_defs(source(tree, "sglang.srt.model_executor.input_buffers"), ["share_input_buffer"],
+                      extra={"_forward_input_buffer_pool": {}})["share_input_buffer"]
+
+    def pooled(width: int) -> SimpleNamespace:
+        return SimpleNamespace(**{n: share(n, torch.full((MAX_BS,), width, dtype=torch.int32)) for n in WIDTH_BUFFERS})
+
+    startup = pooled(K)
+    narrow = SimpleNamespace(buffers=pooled(1), captured_req_width=1,
+                             row_starts=torch.arange(MAX_BS, dtype=torch.int64),
+                             ones_topk_p=torch.ones((MAX_BS, 1), dtype=torch.float32))
+    assert narrow.buffers.num_accept_tokens.tolist() == [K] * MAX_BS  # the pool's aliasing, as on the GPU
+    defs = load_defs(source(tree, RUNNER), [f"{RUNNER_CLASS}._fill_own_width", f"{RUNNER_CLASS}._select_last_accepted"],
+                     extra={"LogitsProcessorOutput": SimpleNamespace, "DraftExtendSelection": SimpleNamespace})
+    defs[f"{RUNNER_CLASS}._fill_own_width"](narrow)
+    for name in WIDTH_BUFFERS:
+        assert getattr(narrow.buffers, name).tolist() == [1] * MAX_BS
+    assert startup.num_accept_tokens.data_ptr() == narrow.buffers.num_accept_tokens.data_ptr()
+
+    hidden = torch.randn((MAX_BS, HIDDEN), generator=torch.Generator().manual_seed(5))
+    out = SimpleNamespace(next_token_logits=torch.randn((MAX_BS, VOCAB)), hidden_states=hidden)
+    sel = defs[f"{RUNNER_CLASS}._select_last_accepted"](narrow, out, narrow.buffers.num_accept_tokens)
+    assert torch.equal(sel.hidden_states, hidden)  # row i of a width-1 graph is request i's only token
+
+    # ... and the runner does it between sharing the buffers and capturing.
+    init = source(tree, RUNNER).read_text().split(f"class {RUNNER_CLASS}", 1)[1]
+    shared, filled = init.index("self.buffers.share_buffers()"), init.index("self._fill_own_width()")
+    assert shared < filled < init.index("self.capture()")
+
+
 def _conditions(**changes: Any) -> SimpleNamespace:
     base = dict(switch=True, topk=1, rejection=False, hip=False, dsa=False, gathered=False)
     base.update(changes)
