@@ -36,6 +36,13 @@ def test_table_has_a_row_per_case_in_order_and_marks_missing_sizes() -> None:
     assert lines[2].split() == ["memcpy", "64.0", "1.00", "-", "-"]
 
 
+def test_a_profiled_case_follows_its_plain_row() -> None:
+    records = [glc.record("busy" + glc.PROFILED, 64, [640e-6]), glc.record("idle", 64, [32e-6]),
+               glc.record("busy", 64, [64e-6])]
+    rows = [line.split()[0] for line in glc.table(records).splitlines()[1:]]
+    assert rows == ["idle", "busy", "busy+profiler"]
+
+
 def test_an_unknown_case_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
         glc.main(["--cases", "idle,nonsense"])
@@ -52,3 +59,10 @@ def test_every_case_times_its_graph_on_a_gpu(tmp_path: Path) -> None:
     assert cases >= set(glc.CASES) - {"many_args"}
     for r in records:
         assert r["iters"] == 5 and 0 < r["p10_us"] <= r["host_us"] <= r["p90_us"]
+
+
+@pytest.mark.gpu
+def test_profiled_launches_are_timed_inside_the_profiler(tmp_path: Path) -> None:
+    out = tmp_path / "launch.json"
+    assert glc.main(["--kernels", "16", "--iters", "5", "--cases", "idle", "--profiled", "--out", str(out)]) == 0
+    assert [r["case"] for r in json.loads(out.read_text())["records"]] == ["idle", "idle" + glc.PROFILED]

@@ -24,6 +24,12 @@ host's) and times the host side of ``CUDAGraph.replay()`` alone, ``--iters`` tim
 * ``many_args``: a Triton kernel of 16 tensor and 8 integer arguments in place of the add (the
   parameter block size of attention and MoE kernels), when Triton is importable.
 
+``--profiled`` times every case a second time inside ``torch.profiler`` with CUDA activities on (case
+``<case>+profiler``), as the e2e benchmark's ``--profile-steps`` traces are taken. In session 13's first run
+(``benchmark/results/20261202-0540-h200-graph-launch-cost``) no case above cost more than 33 µs for 1024
+nodes, against the 0.96 ms of kimi16's profiled verify launch; this tells whether the profiler's per-node
+records make up the difference.
+
 Writes JSON records (``case``, ``kernels``, ``host_us`` median, ``p10_us``, ``p90_us``,
 ``us_per_node``) and prints a table. GPU only.
 """
@@ -42,6 +48,7 @@ from benchmark.core.argtypes import int_list
 from benchmark.core.stats import quantile
 
 CASES = ("idle", "busy", "after_other", "side_stream", "other_stream", "memcpy", "many_args")
+PROFILED = "+profiler"  # suffix of a case timed inside torch.profiler
 FORK_EVERY = 16
 MEMCPY_EVERY = 4
 SLEEP_CYCLES = 5_000_000  # a few ms of GPU time at ~2 GHz: longer than any launch timed here
@@ -59,7 +66,8 @@ def record(case: str, kernels: int, samples_s: list[float]) -> dict[str, Any]:
 def table(records: list[dict[str, Any]]) -> str:
     """Host µs per launch and per node, one row per case, one column pair per graph size."""
     sizes = sorted({r["kernels"] for r in records})
-    cases = [c for c in CASES if any(r["case"] == c for r in records)]
+    order = [c + suffix for c in CASES for suffix in ("", PROFILED)]
+    cases = [c for c in order if any(r["case"] == c for r in records)]
     by = {(r["case"], r["kernels"]): r for r in records}
     head = "case".ljust(14) + "".join(f"{f'N={n} us':>12}{'us/node':>9}" for n in sizes)
     lines = [head]
@@ -150,12 +158,20 @@ def time_case(case: str, n: int, iters: int, torch: Any) -> list[float]:
     return samples
 
 
+def _profiler(torch: Any) -> Any:
+    """A profiler as the e2e worker's ``--profile-steps`` runs it: CPU and CUDA activities, no stacks."""
+    acts = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+    return torch.profiler.profile(activities=acts)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     p.add_argument("--kernels", type=int_list, default=(64, 256, 512), help="nodes per graph (64,256,512)")
     p.add_argument("--cases", default=",".join(CASES), help=f"comma list of {', '.join(CASES)}")
     p.add_argument("--iters", type=int, default=100, help="timed launches per case and size (100)")
+    p.add_argument("--profiled", action="store_true",
+                   help="also time every case inside torch.profiler (CPU + CUDA activities)")
     p.add_argument("--out", help="write the records as JSON here")
     args = p.parse_args(argv)
     cases = [c for c in args.cases.split(",") if c]
@@ -173,6 +189,11 @@ def main(argv: list[str] | None = None) -> int:
             samples = time_case(case, n, args.iters, torch)
             if samples:
                 records.append(record(case, n, samples))
+            if args.profiled:
+                with _profiler(torch):
+                    samples = time_case(case, n, args.iters, torch)
+                if samples:
+                    records.append(record(case + PROFILED, n, samples))
     out = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "cuda": torch.version.cuda,
            "records": records}
     if args.out:

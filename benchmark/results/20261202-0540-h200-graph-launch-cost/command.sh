@@ -1,0 +1,1 @@
+timeout 120 python3 benchmark/graph_launch_cost.py --kernels 64,256,512,1024 --iters 100 --out $OUT/graph-launch.json > $OUT/graph-launch.txt 2>&1   # in .devrun/s13a.sh, first step of call A (fresh host; Marlin warm-up running on cores 8-15)
