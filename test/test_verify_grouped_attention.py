@@ -27,7 +27,7 @@ import torch
 from benchmark.tools.attn_verify_bench import KERNEL_FILE, file_from_patch, patch_creating
 from fastpath_fixtures import script_env
 from sglang_fastpath.paths import patches_dir
-from sglang_trees import load_defs, source, trees  # noqa: F401 (trees: a module-scoped fixture)
+from sglang_trees import PATCHED, load_defs, source, trees  # noqa: F401 (trees: a module-scoped fixture)
 
 VERIFY = "sglang.kernels.ops.attention.verify_grouped_attention"
 EXTEND = "sglang.kernels.ops.attention.extend_attention"
@@ -238,11 +238,27 @@ class FakePool:
             self.value[loc] = v
 
 
-def run_backend(tree: Path, fwd: dict, case: Case, x: dict, grouped: bool, **layer_overrides) -> dict:
-    """TritonAttnBackend.forward_extend (patched) on a target-verify batch; which kernel ran, and o."""
+class _WriteLoc:
+    """SGLang's KVWriteLoc as forward_extend builds it: 0.5.17 calls the class, 0.5.23 ``for_batch``; the
+    fake pool takes the plain slot indices."""
+
+    def __new__(cls, loc, swa_loc, full_loc=None):
+        return loc
+
+    @staticmethod
+    def for_batch(forward_batch, swa_loc=None):
+        return forward_batch.out_cache_loc
+
+
+def run_backend(tree: Path, fwd: dict, case: Case, x: dict, grouped: bool, mode: str = "verify",
+                **layer_overrides) -> dict:
+    """TritonAttnBackend.forward_extend (patched) on a target-verify batch, or with ``mode`` "draft_extend"
+    a DRAFT_EXTEND_V2 batch (patch 0023; ``grouped`` is then its switch, and the verify one is off); which
+    kernel ran, and o."""
+    draft_extend = mode == "draft_extend"
     defs = load_defs(source(tree, BACKEND), ["logit_capping_mod", "TritonAttnBackend.forward_extend",
                                               "TritonAttnBackend._set_kv_buffer"],
-                     {"KVWriteLoc": lambda loc, swa_loc, full_loc=None: loc, "SWAKVPool": _NoSWAPool,
+                     {"KVWriteLoc": _WriteLoc, "SWAKVPool": _NoSWAPool,
                       "AttentionType": types.SimpleNamespace(ENCODER_ONLY="encoder_only",
                                                              DECODER_BIDIRECTIONAL="decoder_bidirectional"),
                       "MAX_VERIFY_TOKENS": MAX_VERIFY_TOKENS})
@@ -257,10 +273,13 @@ def run_backend(tree: Path, fwd: dict, case: Case, x: dict, grouped: bool, **lay
     pool_k = torch.cat([x["key"], torch.zeros(bs * k, *x["key"].shape[1:], dtype=x["key"].dtype)])
     pool_v = pool_k[..., :x["lv"]] if case.mla else torch.cat([x["value"], torch.zeros_like(x["draft_v"])])
     backend = types.SimpleNamespace(
-        token_to_kv_pool=FakePool(pool_k, pool_v, case.mla), _translate_kv_loc=None, dcp_size=1,
-        enable_deterministic=False, use_verify_splitkv=False, use_verify_grouped=grouped, use_mla=case.mla,
+        token_to_kv_pool=FakePool(pool_k, pool_v, case.mla), _translate_kv_loc=None, dcp_size=1, dllm_attention=None,
+        _can_run_dense_fp8_chunked_mha=lambda *args: False, use_verify_shared_kv=False,  # 0.5.23
+        enable_deterministic=False, use_verify_splitkv=False, use_verify_grouped=grouped and not draft_extend,
+        use_draft_extend_grouped=grouped and draft_extend, use_mla=case.mla,
         topk=2 if case.tree else 1, page_size=1, allow_bidirectional_attention_in_extend=False,
         extend_attention_fwd=spy("extend"), verify_grouped_attention_fwd=spy("verify"), req_to_token_pool=None,
+        _forward_extend_kernel=lambda layer, *args, **kwargs: spy("extend")(*args, **kwargs),  # 0.5.23
         forward_metadata=types.SimpleNamespace(
             kv_indptr=x["kv_indptr"], kv_indices=x["kv_indices"], qo_indptr=x["qo_indptr"],
             custom_mask=x["custom_mask"], mask_indptr=x["mask_indptr"], max_extend_len=k,
@@ -276,19 +295,24 @@ def run_backend(tree: Path, fwd: dict, case: Case, x: dict, grouped: bool, **lay
     for name, value in layer_overrides.items():
         setattr(layer, name, value)
     batch = types.SimpleNamespace(
-        out_cache_loc=out_cache_loc,
-        forward_mode=types.SimpleNamespace(is_target_verify=lambda: True))
+        out_cache_loc=out_cache_loc, mha_one_shot=False, extend_seq_lens_cpu=None,  # the last two: 0.5.23
+        forward_mode=types.SimpleNamespace(is_target_verify=lambda: not draft_extend,
+                                           is_draft_extend_v2=lambda: draft_extend))
     o = defs["TritonAttnBackend.forward_extend"](
         backend, x["q"].reshape(bs * k, -1), x["draft_k"], x["draft_v"], layer, batch)
     return {"calls": calls, "out": o.view(bs * k, case.heads, x["lv"]).double()}
 
 
-DISPATCH = [  # case name, grouped on, layer overrides, the kernel that must run
-    ("mla-k4-p1", True, {}, "verify"),
-    ("gqa-k4-tree", True, {}, "verify"),
-    ("mla-k4-p1", False, {}, "extend"),
-    ("gqa-k2-p1", True, {"sliding_window_size": 4096}, "extend"),
-    ("gqa-k2-p1", True, {"k_scale": 1.0, "v_scale": 1.0, "k_scale_float": 1.0, "v_scale_float": 1.0}, "extend"),
+DISPATCH = [  # case name, grouped on, layer overrides, the kernel that must run, the batch's mode
+    ("mla-k4-p1", True, {}, "verify", "verify"),
+    ("gqa-k4-tree", True, {}, "verify", "verify"),
+    ("mla-k4-p1", False, {}, "extend", "verify"),
+    ("gqa-k2-p1", True, {"sliding_window_size": 4096}, "extend", "verify"),
+    ("gqa-k2-p1", True, {"k_scale": 1.0, "v_scale": 1.0, "k_scale_float": 1.0, "v_scale_float": 1.0}, "extend",
+     "verify"),
+    # Patch 0023: EAGLE's draft extend (a causal window per request) on its own switch.
+    ("gqa-k7-groups", True, {}, "verify", "draft_extend"),
+    ("gqa-k7-groups", False, {}, "extend", "draft_extend"),
 ]
 
 
@@ -297,13 +321,13 @@ def _child(tree: str) -> list[dict]:
     verify, extend = load_kernels(Path(tree))
     results = []
     by_name = {c.name: c for c in CASES}
-    for name, grouped, overrides, want in DISPATCH:
+    for name, grouped, overrides, want, mode in DISPATCH:
         case = by_name[name]
         if case.page != 1:  # the backend test runs page 1 (its fake pool is 3-D)
             case = Case(**{**asdict(case), "page": 1})
         x = make_inputs(case)
-        got = run_backend(Path(tree), {"verify": verify, "extend": extend}, case, x, grouped, **overrides)
-        results.append({"dispatch": name, "grouped": grouped, "overrides": sorted(overrides), "want": want,
+        got = run_backend(Path(tree), {"verify": verify, "extend": extend}, case, x, grouped, mode, **overrides)
+        results.append({"dispatch": name, "grouped": grouped, "overrides": sorted(overrides), "want": want, "mode": mode,
                         "calls": got["calls"], "rel_ref": max_rel(got["out"], reference(case, x))})
     for case in CASES + TILE_CASES:
         x = make_inputs(case)
@@ -337,10 +361,29 @@ def results(trees) -> dict[str, dict]:  # noqa: F811
 @pytest.mark.slow  # the TRITON_INTERPRET child process (``results``), about 12 s on 2 cores
 @pytest.mark.parametrize("index", range(len(DISPATCH)))
 def test_triton_backend_dispatch(results: dict[str, dict], index: int):
-    """The patched forward_extend runs the new kernel for target verify, else extend, and the output is right."""
+    """The patched forward_extend runs the new kernel for target verify (and, on 0023's switch, for the draft
+    extend), else extend, and the output is right."""
     r = results[f"dispatch-{index}"]
     assert r["calls"] == [r["want"]], r
     assert r["rel_ref"] < 5e-3, r
+
+
+def _fake_kernel(name: str):
+    """A stand-in for a kernel: the output stays as forward_extend allocated it; the call is what counts."""
+    return lambda *args, **kwargs: None
+
+
+@pytest.mark.parametrize("tree_name", PATCHED)
+@pytest.mark.parametrize("name, grouped, overrides, want, mode", [d for d in DISPATCH if not d[2]],
+                         ids=lambda v: v if isinstance(v, str) else None)
+def test_dispatch_on_each_patched_tree(trees, tree_name: str, name: str, grouped: bool, overrides: dict,
+                                       want: str, mode: str):
+    """Which kernel forward_extend calls, on 0.5.17 and on the 0.5.23 port (no interpreter: fake kernels)."""
+    case = next(c for c in CASES if c.name == name)
+    case = Case(**{**asdict(case), "page": 1})
+    got = run_backend(trees.get(tree_name), {"verify": _fake_kernel("verify"), "extend": _fake_kernel("extend")},
+                      case, make_inputs(case), grouped, mode)
+    assert got["calls"] == [want]
 
 
 def test_cases_cover_the_brief():
