@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -41,6 +43,56 @@ def test_a_profiled_case_follows_its_plain_row() -> None:
                glc.record("busy", 64, [64e-6])]
     rows = [line.split()[0] for line in glc.table(records).splitlines()[1:]]
     assert rows == ["idle", "busy", "busy+profiler"]
+
+
+class _FakeCuda:
+    """torch.cuda as the timing loop uses it, on the CPU: graphs record and replay nothing."""
+
+    def __init__(self, log: list[str]) -> None:
+        self.log = log
+
+    class CUDAGraph:
+        def replay(self) -> None:
+            pass
+
+    def graph(self, graph):
+        self.log.append("capture")
+        return contextlib.nullcontext()
+
+    def synchronize(self) -> None:
+        pass
+
+    def _sleep(self, cycles: int) -> None:
+        pass
+
+    def Stream(self):  # noqa: N802 (torch's name)
+        return object()
+
+    def current_stream(self):
+        return object()
+
+    def stream(self, stream):
+        return contextlib.nullcontext()
+
+
+def _fake_torch(log: list[str]) -> SimpleNamespace:
+    @contextlib.contextmanager
+    def profile(activities):
+        log.append("profiler on: " + ",".join(activities))
+        yield
+        log.append("profiler off")
+
+    activity = SimpleNamespace(CPU="CPU", CUDA="CUDA")
+    return SimpleNamespace(cuda=_FakeCuda(log), zeros=lambda *a, **k: SimpleNamespace(add_=lambda x: None),
+                           profiler=SimpleNamespace(profile=profile, ProfilerActivity=activity))
+
+
+@pytest.mark.parametrize("profiled", [False, True])
+def test_the_timed_launches_alone_run_inside_the_profiler(profiled: bool) -> None:
+    log: list[str] = []
+    samples = glc.time_case("busy", 8, 3, _fake_torch(log), profiled=profiled)
+    assert len(samples) == 3 and all(s >= 0 for s in samples)
+    assert log == ["capture"] + (["profiler on: CPU,CUDA", "profiler off"] if profiled else [])  # capture outside
 
 
 def test_an_unknown_case_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:

@@ -37,6 +37,7 @@ Writes JSON records (``case``, ``kernels``, ``host_us`` median, ``p10_us``, ``p9
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
 import sys
@@ -133,8 +134,9 @@ def _capture(case: str, n: int, torch: Any, side: Any, many_args: Any) -> Any:
     return graph
 
 
-def time_case(case: str, n: int, iters: int, torch: Any) -> list[float]:
-    """Host seconds of each timed ``replay()`` of an N-node graph under ``case``."""
+def time_case(case: str, n: int, iters: int, torch: Any, profiled: bool = False) -> list[float]:
+    """Host seconds of each timed ``replay()`` of an N-node graph under ``case``; with ``profiled`` the
+    timed launches (not the capture) run inside ``torch.profiler``."""
     side = torch.cuda.Stream()
     many_args = _many_args_kernel() if case == "many_args" else None
     if case == "many_args" and many_args is None:
@@ -142,6 +144,14 @@ def time_case(case: str, n: int, iters: int, torch: Any) -> list[float]:
     graph = _capture(case, n, torch, side, many_args)
     small = [_capture("idle", max(1, n // d), torch, side, None) for d in (8, 16)] if case == "after_other" else []
     streams = [torch.cuda.current_stream(), torch.cuda.Stream()]
+    with _profiler(torch) if profiled else contextlib.nullcontext():
+        samples = _timed_launches(case, graph, small, streams, iters, torch)
+    torch.cuda.synchronize()
+    return samples
+
+
+def _timed_launches(case: str, graph: Any, small: list[Any], streams: list[Any], iters: int,
+                    torch: Any) -> list[float]:
     samples = []
     for i in range(iters):
         torch.cuda.synchronize()
@@ -154,7 +164,6 @@ def time_case(case: str, n: int, iters: int, torch: Any) -> list[float]:
             start = time.perf_counter()
             graph.replay()
             samples.append(time.perf_counter() - start)
-    torch.cuda.synchronize()
     return samples
 
 
@@ -190,8 +199,7 @@ def main(argv: list[str] | None = None) -> int:
             if samples:
                 records.append(record(case, n, samples))
             if args.profiled:
-                with _profiler(torch):
-                    samples = time_case(case, n, args.iters, torch)
+                samples = time_case(case, n, args.iters, torch, profiled=True)
                 if samples:
                     records.append(record(case + PROFILED, n, samples))
     out = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "cuda": torch.version.cuda,
