@@ -147,8 +147,38 @@ def test_every_batch_size_is_warmed_up_at_its_own_shape_before_it_is_timed(tmp_p
                     "draft_tokens": 4, "profile_steps": 0, "runs": 2}}
     out = tmp_path / "job.jsonl"
     assert e2e.run_job(_job(spec), Sink(str(out)), str(out)) == 0
-    per_engine = [(4, 16), (1, 16), (1, 64), (1, 64), (4, 16), (4, 64), (4, 64)]
-    assert calls == per_engine * 2  # spec off, then on: a short call at each shape before its timed runs
+    per_engine = [(4, 16), (1, 16), (1, 64), (1, 64), (1, 1), (1, 1), (4, 16), (4, 64), (4, 64), (4, 1), (4, 1)]
+    assert calls == per_engine * 2  # spec off, then on: a short call at each shape, its timed runs, its first tokens
+
+
+def test_the_decode_rate_leaves_the_first_token_out(tmp_path, models, monkeypatch):
+    """A call of n new tokens at bs b takes 10 ms + 1 ms per token: after the first token, b*(n-1) tokens in
+    (n-1) ms, so b*1000 tokens/s, while the end-to-end rate counts the first token's 11 ms too."""
+    generate = FakeEngine.generate
+    monkeypatch.setattr(e2e, "_generate", lambda engine, prompts, n: (0.010 + 0.001 * n, generate(
+        engine, prompts, {"max_new_tokens": n})))
+    spec = {"models": str(models), "backend": "triton", "server_args": {},
+            "e2e": {"bs": [2], "prompt_len": 4, "output_len": 8, "acc_len": 0, "steps": 3, "topk": 1,
+                    "draft_tokens": 4, "profile_steps": 0, "runs": 3}}
+    out = tmp_path / "job.jsonl"
+    assert e2e.run_job(_job(spec), Sink(str(out)), str(out)) == 0
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    rates = {(x["mode"], x["metric"]): x for x in lines if x["type"] == "record" and "tokens_per_s" in x["metric"]}
+    for mode in ("e2e_nospec", "e2e_spec"):
+        assert rates[(mode, "tokens_per_s")]["value"] == pytest.approx(16 / 0.018)
+        decode = rates[(mode, "decode_tokens_per_s")]
+        assert decode["value"] == pytest.approx(2000.0) and decode["extra"]["prefill_s"] == 0.011
+        assert decode["n"] == 3
+
+
+def test_no_decode_rate_for_one_new_token(tmp_path, models):
+    spec = {"models": str(models), "backend": "triton", "server_args": {},
+            "e2e": {"bs": [2], "prompt_len": 4, "output_len": 1, "acc_len": 0, "steps": 3, "topk": 1,
+                    "draft_tokens": 4, "profile_steps": 0}}
+    out = tmp_path / "job.jsonl"
+    assert e2e.run_job(_job(spec), Sink(str(out)), str(out)) == 0
+    metrics = {json.loads(x).get("metric") for x in out.read_text().splitlines()}
+    assert "tokens_per_s" in metrics and "decode_tokens_per_s" not in metrics
 
 
 @pytest.mark.parametrize("shift", [0, 1])

@@ -50,6 +50,19 @@ def test_nothing_is_derived_without_both_profiles_and_the_accept_length(dropped:
     assert collect.derive_gpu_bound(records(rows)) == []
 
 
+def test_decode_rates_give_a_share_without_the_prefill() -> None:
+    """With both engines' decode_tokens_per_s, decode_share_of_gpu_bound sets their ratio against the same
+    GPU-bound ratio (made-up rates: 400 over 250 decode tokens/s)."""
+    rows = KIMI16_BS1 + [rec("e2e_nospec", 1, "decode_tokens_per_s", 250.0),
+                         rec("e2e_spec", 1, "decode_tokens_per_s", 400.0)]
+    derived = {r.metric: r for r in collect.derive_gpu_bound(records(rows))}
+    assert set(derived) == {"gpu_bound_ratio", "share_of_gpu_bound", "decode_share_of_gpu_bound"}
+    ratio = derived["gpu_bound_ratio"].value
+    assert derived["decode_share_of_gpu_bound"].value == pytest.approx(1.6 / ratio, abs=1e-4)
+    assert derived["decode_share_of_gpu_bound"].extra["measured_ratio"] == 1.6
+    assert derived["share_of_gpu_bound"].value == pytest.approx((395.61 / 246.53) / ratio, abs=1e-4)
+
+
 def test_without_tokens_per_second_only_the_ratio_is_derived() -> None:
     rows = [r for r in KIMI16_BS1 if r["metric"] != "tokens_per_s"]
     assert [r.metric for r in collect.derive_gpu_bound(records(rows))] == ["gpu_bound_ratio"]

@@ -49,11 +49,16 @@ def records_of(outcome: JobOutcome) -> tuple[list[Record], list[dict[str, Any]]]
     return records, errors
 
 
+# (measured rate, the derived share of the GPU-bound ratio it reaches)
+SHARES = (("tokens_per_s", "share_of_gpu_bound"), ("decode_tokens_per_s", "decode_share_of_gpu_bound"))
+
+
 def derive_gpu_bound(records: list[Record]) -> list[Record]:
     """For each EAGLE-3 batch size of one process with profiled GPU busy times on both engines:
     ``gpu_bound_ratio`` = no speculation's busy ms per token / (EAGLE-3's busy ms per cycle / accept length),
     the speed-up if neither engine left the GPU idle, and ``share_of_gpu_bound`` = the measured tokens/s
-    ratio over it."""
+    ratio over it; ``decode_share_of_gpu_bound`` the same from ``decode_tokens_per_s``, which leaves out the
+    prefill as the traces' ratio does."""
     by = {(r.mode, r.bs, r.k, r.topk, r.metric): r for r in records}
     derived = []
     for spec in records:
@@ -66,12 +71,13 @@ def derive_gpu_bound(records: list[Record]) -> list[Record]:
         ratio = gpu_bound_ratio(base.value, spec.value, accept.value)
         extra = {"nospec_gpu_busy_ms": base.value, "spec_gpu_busy_ms": spec.value, "accept_len": accept.value}
         derived.append(replace(spec, metric="gpu_bound_ratio", value=round(ratio, 4), extra=extra))
-        fast = by.get(("e2e_spec", spec.bs, spec.k, spec.topk, "tokens_per_s"))
-        slow = by.get(("e2e_nospec", spec.bs, 0, 0, "tokens_per_s"))
-        if fast is not None and slow is not None and slow.value > 0:
-            measured = fast.value / slow.value
-            derived.append(replace(spec, metric="share_of_gpu_bound", value=round(measured / ratio, 4),
-                                   extra={**extra, "measured_ratio": round(measured, 4)}))
+        for rate, share in SHARES:
+            fast = by.get(("e2e_spec", spec.bs, spec.k, spec.topk, rate))
+            slow = by.get(("e2e_nospec", spec.bs, 0, 0, rate))
+            if fast is not None and slow is not None and slow.value > 0:
+                measured = fast.value / slow.value
+                derived.append(replace(spec, metric=share, value=round(measured / ratio, 4),
+                                       extra={**extra, "measured_ratio": round(measured, 4)}))
     return derived
 
 

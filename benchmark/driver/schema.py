@@ -37,6 +37,7 @@ METRICS: dict[str, Direction] = {
     "latency_ms": Direction.LOWER,  # CUDA-event time of one step, median
     "wall_ms": Direction.LOWER,  # host time of one step incl. synchronize, median
     "tokens_per_s": Direction.HIGHER,  # end-to-end output tokens per second
+    "decode_tokens_per_s": Direction.HIGHER,  # e2e: tokens after the first over the time after the first token
     "accept_len": Direction.NEUTRAL,  # mean accepted tokens per verify (e2e, spec on)
     "verify_graph_hit": Direction.HIGHER,  # verify steps replayed from a CUDA graph / all (e2e, 0012)
     "cycle_ms": Direction.LOWER,  # GPU ms of a draft + verify + draft-extend cycle, mean (e2e, 0012)
@@ -48,6 +49,7 @@ METRICS: dict[str, Direction] = {
     # over EAGLE-3's per accepted token, and how much of that the measured tokens/s ratio reaches
     "gpu_bound_ratio": Direction.NEUTRAL,
     "share_of_gpu_bound": Direction.HIGHER,
+    "decode_share_of_gpu_bound": Direction.HIGHER,  # the same from decode_tokens_per_s (no prefill in it)
 }
 
 # decode/verify: the graph or eager path the runner chose; *_eager: eager forced.

@@ -1,7 +1,8 @@
 """The side-by-side table a run prints: each point's figure per variant, its spread, the ratio, the floor.
 
 One line per (config, backend, mode, k, topk, bs) and metric latency_ms, tokens_per_s,
-accept_len, and where the e2e engines were profiled gpu_bound_ratio and share_of_gpu_bound.
+decode_tokens_per_s, accept_len, and where the e2e engines were profiled gpu_bound_ratio,
+share_of_gpu_bound and decode_share_of_gpu_bound.
 ``G`` after a latency means every timed step of every round replayed a CUDA graph, ``E``
 that none did. ``range`` is the spread of the rounds' medians
 (max - min) relative to the figure; ``-`` where one round was measured. The ratio is
@@ -17,7 +18,8 @@ from collections import defaultdict
 from benchmark.driver.compare import THRESHOLD, Move, judge
 from benchmark.driver.schema import Record, ResultSet
 
-SHOWN = ("latency_ms", "tokens_per_s", "accept_len", "gpu_bound_ratio", "share_of_gpu_bound")
+SHOWN = ("latency_ms", "tokens_per_s", "decode_tokens_per_s", "accept_len", "gpu_bound_ratio", "share_of_gpu_bound",
+         "decode_share_of_gpu_bound")
 VERDICTS = {"REGRESSION": "WORSE", "better": "better", "noise": "noise", "moved": "moved"}
 
 
@@ -66,12 +68,12 @@ def table(results: ResultSet, threshold: float = THRESHOLD) -> str:
     rows = points(results)
     if not rows:
         return "no figures measured"
-    head = f"{'config':<9}{'backend':<11}{'mode':<13}{'k':>2}{'tk':>3}{'bs':>4} {'metric':<19}"
+    head = f"{'config':<9}{'backend':<11}{'mode':<13}{'k':>2}{'tk':>3}{'bs':>4} {'metric':<26}"
     head += "".join(f"{v[:12]:>13}{'range':>7}" for v in names)
     head += f"{'ratio':>8} {'verdict':<11}{'floor ms':>9}"
     lines = [head]
     for (config, backend, mode, k, topk, metric, bs), by_variant in sorted(rows.items()):
-        line = f"{config:<9}{backend:<11}{mode:<13}{k:>2}{topk:>3}{bs:>4} {metric:<19}"
+        line = f"{config:<9}{backend:<11}{mode:<13}{k:>2}{topk:>3}{bs:>4} {metric:<26}"
         for v in names:
             r = by_variant.get(v)
             line += f"{r.value:>11.4g} {_flag(r)}{_range(r):>7}" if r else f"{'-':>13}{'':>7}"

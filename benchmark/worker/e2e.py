@@ -96,6 +96,19 @@ def _generate(engine: Any, prompts: list[list[int]], output_len: int) -> tuple[f
     return time.perf_counter() - start, outputs
 
 
+def decode_rate(engine: Any, prompts: list[list[int]], runs: int, seconds: float,
+                tokens: int) -> tuple[float, float] | None:
+    """Output tokens per second after the first, and the first token's time: ``runs`` calls of one new
+    token each (the prefill, and with EAGLE-3 the draft's) timed, their median taken off a full call's
+    ``seconds``. The GPU-bound ratio from traces counts decode steps only; so does this rate. None when
+    the full call is no longer than its first token."""
+    prefill_s = statistics.median(_generate(engine, prompts, 1)[0] for _ in range(runs))
+    decoded = tokens - len(prompts)
+    if decoded <= 0 or seconds <= prefill_s:
+        return None
+    return decoded / (seconds - prefill_s), prefill_s
+
+
 class ParityMismatch(AssertionError):
     """EAGLE-3 changed the greedy output of some batch size."""
 
@@ -164,6 +177,10 @@ def run_engine(spec: JobSpec, sink: Sink, speculative: bool, trace_dir: Path) ->
                 cycles = engine_probes.cycle_metrics(cycles_before, engine_probes.rank0_state(engine, "spec_cycle"))
                 for metric, (value, steps) in cycles.items():
                     sink.record(mode=mode, bs=bs, k=k, topk=topk, metric=metric, value=value, n=steps, extra=extra)
+                decode = decode_rate(engine, prompts[:bs], e.runs, seconds, tokens)
+                if decode is not None:
+                    sink.record(mode=mode, bs=bs, k=k, topk=topk, metric="decode_tokens_per_s", value=decode[0],
+                                n=e.runs, extra={**extra, "prefill_s": round(decode[1], 4)})
             except Exception as exc:  # noqa: BLE001 - the other batch sizes still run
                 sink.error(f"{mode} bs={bs} k={k} topk={topk}", exc)
         for bs in e.bs if e.pysample_runs else ():
