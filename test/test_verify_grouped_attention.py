@@ -27,7 +27,7 @@ import torch
 from benchmark.tools.attn_verify_bench import KERNEL_FILE, file_from_patch, patch_creating
 from fastpath_fixtures import script_env
 from sglang_fastpath.paths import patches_dir
-from sglang_trees import PATCHED, load_defs, source, trees  # noqa: F401 (trees: a module-scoped fixture)
+from sglang_trees import load_defs, source, trees  # noqa: F401 (trees: a module-scoped fixture)
 
 VERIFY = "sglang.kernels.ops.attention.verify_grouped_attention"
 EXTEND = "sglang.kernels.ops.attention.extend_attention"
@@ -238,18 +238,6 @@ class FakePool:
             self.value[loc] = v
 
 
-class _WriteLoc:
-    """SGLang's KVWriteLoc as forward_extend builds it: 0.5.17 calls the class, 0.5.23 ``for_batch``; the
-    fake pool takes the plain slot indices."""
-
-    def __new__(cls, loc, swa_loc, full_loc=None):
-        return loc
-
-    @staticmethod
-    def for_batch(forward_batch, swa_loc=None):
-        return forward_batch.out_cache_loc
-
-
 def run_backend(tree: Path, fwd: dict, case: Case, x: dict, grouped: bool, mode: str = "verify",
                 **layer_overrides) -> dict:
     """TritonAttnBackend.forward_extend (patched) on a target-verify batch, or with ``mode`` "draft_extend"
@@ -258,7 +246,7 @@ def run_backend(tree: Path, fwd: dict, case: Case, x: dict, grouped: bool, mode:
     draft_extend = mode == "draft_extend"
     defs = load_defs(source(tree, BACKEND), ["logit_capping_mod", "TritonAttnBackend.forward_extend",
                                               "TritonAttnBackend._set_kv_buffer"],
-                     {"KVWriteLoc": _WriteLoc, "SWAKVPool": _NoSWAPool,
+                     {"KVWriteLoc": lambda loc, swa_loc, full_loc=None: loc, "SWAKVPool": _NoSWAPool,
                       "AttentionType": types.SimpleNamespace(ENCODER_ONLY="encoder_only",
                                                              DECODER_BIDIRECTIONAL="decoder_bidirectional"),
                       "MAX_VERIFY_TOKENS": MAX_VERIFY_TOKENS})
@@ -273,13 +261,11 @@ def run_backend(tree: Path, fwd: dict, case: Case, x: dict, grouped: bool, mode:
     pool_k = torch.cat([x["key"], torch.zeros(bs * k, *x["key"].shape[1:], dtype=x["key"].dtype)])
     pool_v = pool_k[..., :x["lv"]] if case.mla else torch.cat([x["value"], torch.zeros_like(x["draft_v"])])
     backend = types.SimpleNamespace(
-        token_to_kv_pool=FakePool(pool_k, pool_v, case.mla), _translate_kv_loc=None, dcp_size=1, dllm_attention=None,
-        _can_run_dense_fp8_chunked_mha=lambda *args: False, use_verify_shared_kv=False,  # 0.5.23
+        token_to_kv_pool=FakePool(pool_k, pool_v, case.mla), _translate_kv_loc=None, dcp_size=1,
         enable_deterministic=False, use_verify_splitkv=False, use_verify_grouped=grouped and not draft_extend,
         use_draft_extend_grouped=grouped and draft_extend, use_mla=case.mla,
         topk=2 if case.tree else 1, page_size=1, allow_bidirectional_attention_in_extend=False,
         extend_attention_fwd=spy("extend"), verify_grouped_attention_fwd=spy("verify"), req_to_token_pool=None,
-        _forward_extend_kernel=lambda layer, *args, **kwargs: spy("extend")(*args, **kwargs),  # 0.5.23
         forward_metadata=types.SimpleNamespace(
             kv_indptr=x["kv_indptr"], kv_indices=x["kv_indices"], qo_indptr=x["qo_indptr"],
             custom_mask=x["custom_mask"], mask_indptr=x["mask_indptr"], max_extend_len=k,
@@ -295,7 +281,7 @@ def run_backend(tree: Path, fwd: dict, case: Case, x: dict, grouped: bool, mode:
     for name, value in layer_overrides.items():
         setattr(layer, name, value)
     batch = types.SimpleNamespace(
-        out_cache_loc=out_cache_loc, mha_one_shot=False, extend_seq_lens_cpu=None,  # the last two: 0.5.23
+        out_cache_loc=out_cache_loc,
         forward_mode=types.SimpleNamespace(is_target_verify=lambda: not draft_extend,
                                            is_draft_extend_v2=lambda: draft_extend))
     o = defs["TritonAttnBackend.forward_extend"](
@@ -366,24 +352,6 @@ def test_triton_backend_dispatch(results: dict[str, dict], index: int):
     r = results[f"dispatch-{index}"]
     assert r["calls"] == [r["want"]], r
     assert r["rel_ref"] < 5e-3, r
-
-
-def _fake_kernel(name: str):
-    """A stand-in for a kernel: the output stays as forward_extend allocated it; the call is what counts."""
-    return lambda *args, **kwargs: None
-
-
-@pytest.mark.parametrize("tree_name", PATCHED)
-@pytest.mark.parametrize("name, grouped, overrides, want, mode", [d for d in DISPATCH if not d[2]],
-                         ids=lambda v: v if isinstance(v, str) else None)
-def test_dispatch_on_each_patched_tree(trees, tree_name: str, name: str, grouped: bool, overrides: dict,
-                                       want: str, mode: str):
-    """Which kernel forward_extend calls, on 0.5.17 and on the 0.5.23 port (no interpreter: fake kernels)."""
-    case = next(c for c in CASES if c.name == name)
-    case = Case(**{**asdict(case), "page": 1})
-    got = run_backend(trees.get(tree_name), {"verify": _fake_kernel("verify"), "extend": _fake_kernel("extend")},
-                      case, make_inputs(case), grouped, mode)
-    assert got["calls"] == [want]
 
 
 def test_cases_cover_the_brief():

@@ -11,7 +11,9 @@ extend kernel on 0.5.17. What is new on 0.5.23 is checked here, in a child proce
 * 0.5.23's ``TritonAttnBackend.forward_extend``: target verify runs the grouped kernel (chain and
   tree), and the extend path where the port must not apply (switch off, sliding window, KV
   scales, a sink). The extend kernel is a stand-in there that writes the reference (0.5.23's
-  extend kernel is not loaded on CPU); which kernel ran is what those cases check.
+  extend kernel is not loaded on CPU); which kernel ran is what those cases check. With the port
+  of 0023 (upstream 0022), EAGLE's draft extend runs the grouped kernel on its own switch, with
+  the chain mask.
 """
 
 from __future__ import annotations
@@ -53,6 +55,8 @@ DISPATCH = [  # case name, grouped on, layer overrides, forward_extend extra kwa
     ("gqa-k2-p1", True, {"k_scale": 1.0, "v_scale": 1.0, "k_scale_float": 1.0, "v_scale_float": 1.0}, {}, "extend"),
     ("gqa-k2-p1", True, {}, {"sinks": "a sink"}, "extend"),
 ]
+# upstream 0022 (0.5.17's 0023): a DRAFT_EXTEND_V2 batch, grouped on meaning its own switch
+DRAFT_EXTEND_DISPATCH = [("gqa-k7-groups", True, {}, {}, "verify"), ("gqa-k7-groups", False, {}, {}, "extend")]
 
 
 def load_verify(tree: Path):
@@ -85,8 +89,10 @@ class _WriteLoc:
         return forward_batch.out_cache_loc
 
 
-def run_backend(tree: Path, verify, case: Case, x: dict, grouped: bool, layer_overrides: dict, kwargs: dict) -> dict:
-    """0.5.23 TritonAttnBackend.forward_extend (patched) on a target-verify batch: which kernel ran, and o."""
+def run_backend(tree: Path, verify, case: Case, x: dict, grouped: bool, layer_overrides: dict, kwargs: dict,
+                draft_extend: bool = False) -> dict:
+    """0.5.23 TritonAttnBackend.forward_extend (patched) on a target-verify batch, or a draft-extend one
+    (``grouped`` then the draft-extend switch, the verify one off): which kernel ran, and o."""
     defs = load_defs(source(tree, BACKEND), ["logit_capping_mod", "TritonAttnBackend.forward_extend",
                                               "TritonAttnBackend._set_kv_buffer",
                                               "TritonAttnBackend._forward_extend_kernel"],
@@ -110,7 +116,8 @@ def run_backend(tree: Path, verify, case: Case, x: dict, grouped: bool, layer_ov
     pool_v = pool_k[..., :x["lv"]] if case.mla else torch.cat([x["value"], torch.zeros_like(x["draft_v"])])
     backend = types.SimpleNamespace(
         token_to_kv_pool=FakePool(pool_k, pool_v, case.mla), dcp_size=1, enable_deterministic=False,
-        use_verify_splitkv=False, use_verify_shared_kv=False, use_verify_grouped=grouped, use_mla=case.mla,
+        use_verify_splitkv=False, use_verify_shared_kv=False, use_verify_grouped=grouped and not draft_extend,
+        use_draft_extend_grouped=grouped and draft_extend, use_mla=case.mla,
         topk=2 if case.tree else 1, page_size=case.page, allow_bidirectional_attention_in_extend=False,
         dllm_attention=None, extend_attention_fwd=extend_stand_in, verify_grouped_attention_fwd=grouped_kernel,
         req_to_token_pool=types.SimpleNamespace(size=64),
@@ -130,7 +137,8 @@ def run_backend(tree: Path, verify, case: Case, x: dict, grouped: bool, layer_ov
         setattr(layer, name, value)
     batch = types.SimpleNamespace(
         out_cache_loc=out_cache_loc, mha_one_shot=False, attn_attend_prefix_cache=False, extend_seq_lens_cpu=None,
-        forward_mode=types.SimpleNamespace(is_target_verify=lambda: True, is_dllm_extend=lambda: False))
+        forward_mode=types.SimpleNamespace(is_target_verify=lambda: not draft_extend, is_dllm_extend=lambda: False,
+                                           is_draft_extend_v2=lambda: draft_extend))
     o = defs["TritonAttnBackend.forward_extend"](
         backend, x["q"].reshape(bs * k, -1), x["draft_k"], x["draft_v"], layer, batch, **kwargs)
     return {"calls": calls, "rel_ref": max_rel(o.view(bs * k, case.heads, x["lv"]).double(), ref)}
@@ -141,11 +149,12 @@ def _child(tree: str) -> list[dict]:
     verify = load_verify(Path(tree))
     results = []
     by_name = {c.name: c for c in CASES}
-    for name, grouped, overrides, kwargs, want in DISPATCH:
-        case = by_name[name]
-        x = make_inputs(case)
-        got = run_backend(Path(tree), verify, case, x, grouped, overrides, kwargs)
-        results.append({"dispatch": name, "want": want, **got})
+    for draft_extend, table in ((False, DISPATCH), (True, DRAFT_EXTEND_DISPATCH)):
+        for name, grouped, overrides, kwargs, want in table:
+            case = by_name[name]
+            x = make_inputs(case)
+            got = run_backend(Path(tree), verify, case, x, grouped, overrides, kwargs, draft_extend)
+            results.append({"dispatch": name, "want": want, "draft_extend": draft_extend, **got})
     for case in CASES:
         x = make_inputs(case)
         got = run_verify_3d(verify, case, x)
@@ -169,9 +178,10 @@ def test_port_runs_the_kernel_file_of_the_0517_patch_but_one_docstring_line(tree
 
 
 @pytest.mark.slow  # the TRITON_INTERPRET child process (``results``)
-@pytest.mark.parametrize("index", range(len(DISPATCH)))
+@pytest.mark.parametrize("index", range(len(DISPATCH) + len(DRAFT_EXTEND_DISPATCH)))
 def test_upstream_backend_dispatch(results: dict[str, dict], index: int):
-    """0.5.23's forward_extend runs the grouped kernel for target verify, else the extend path, and o is right."""
+    """0.5.23's forward_extend runs the grouped kernel for target verify (and, on upstream 0022's switch, for
+    the draft extend), else the extend path, and o is right."""
     r = results[f"dispatch-{index}"]
     assert r["calls"] == [r["want"]], r
     assert r["rel_ref"] < 5e-3, r
