@@ -117,13 +117,19 @@ def test_a_positive_acc_len_is_simulated(tmp_path, models):
     assert not (tmp_path / "job-traces").exists()
 
 
-def test_runs_time_the_call_several_times_and_report_the_median(tmp_path, models):
-    spec = {"models": str(models), "backend": "triton", "server_args": {},
-            "e2e": {"bs": [2], "prompt_len": 4, "output_len": 8, "acc_len": 0, "steps": 3, "topk": 1,
-                    "draft_tokens": 4, "profile_steps": 0, "runs": 3}}
+def _run_triton_job(tmp_path: Path, models: Path, **points: object) -> list[dict]:
+    """One e2e job on the triton backend, real acceptance, no profile, bs 2 x 8 tokens unless ``points`` say;
+    its JSON lines."""
+    e2e_points = {"bs": [2], "prompt_len": 4, "output_len": 8, "acc_len": 0, "steps": 3, "topk": 1,
+                  "draft_tokens": 4, "profile_steps": 0, **points}
     out = tmp_path / "job.jsonl"
+    spec = {"models": str(models), "backend": "triton", "server_args": {}, "e2e": e2e_points}
     assert e2e.run_job(_job(spec), Sink(str(out)), str(out)) == 0
-    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    return [json.loads(x) for x in out.read_text().splitlines()]
+
+
+def test_runs_time_the_call_several_times_and_report_the_median(tmp_path, models):
+    lines = _run_triton_job(tmp_path, models, runs=3)
     tps = [x for x in lines if x["type"] == "record" and x["metric"] == "tokens_per_s"]
     assert [x["n"] for x in tps] == [3, 3]
     for record in tps:
@@ -157,12 +163,7 @@ def test_the_decode_rate_leaves_the_first_token_out(tmp_path, models, monkeypatc
     generate = FakeEngine.generate
     monkeypatch.setattr(e2e, "_generate", lambda engine, prompts, n: (0.010 + 0.001 * n, generate(
         engine, prompts, {"max_new_tokens": n})))
-    spec = {"models": str(models), "backend": "triton", "server_args": {},
-            "e2e": {"bs": [2], "prompt_len": 4, "output_len": 8, "acc_len": 0, "steps": 3, "topk": 1,
-                    "draft_tokens": 4, "profile_steps": 0, "runs": 3}}
-    out = tmp_path / "job.jsonl"
-    assert e2e.run_job(_job(spec), Sink(str(out)), str(out)) == 0
-    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    lines = _run_triton_job(tmp_path, models, runs=3)
     rates = {(x["mode"], x["metric"]): x for x in lines if x["type"] == "record" and "tokens_per_s" in x["metric"]}
     for mode in ("e2e_nospec", "e2e_spec"):
         assert rates[(mode, "tokens_per_s")]["value"] == pytest.approx(16 / 0.018)
@@ -172,12 +173,7 @@ def test_the_decode_rate_leaves_the_first_token_out(tmp_path, models, monkeypatc
 
 
 def test_no_decode_rate_for_one_new_token(tmp_path, models):
-    spec = {"models": str(models), "backend": "triton", "server_args": {},
-            "e2e": {"bs": [2], "prompt_len": 4, "output_len": 1, "acc_len": 0, "steps": 3, "topk": 1,
-                    "draft_tokens": 4, "profile_steps": 0}}
-    out = tmp_path / "job.jsonl"
-    assert e2e.run_job(_job(spec), Sink(str(out)), str(out)) == 0
-    metrics = {json.loads(x).get("metric") for x in out.read_text().splitlines()}
+    metrics = {x.get("metric") for x in _run_triton_job(tmp_path, models, output_len=1)}
     assert "tokens_per_s" in metrics and "decode_tokens_per_s" not in metrics
 
 
