@@ -251,8 +251,9 @@ def analyse(events: list[dict[str, Any]], label: str = "") -> tuple[CycleStats, 
             tallies[idx].sync_wait += dur
             continue
         if "Launch" in name:
-            tallies[idx].launches["graph" if is_graph_launch(name) else "kernel"] += 1
-            if is_graph_launch(name):
+            graph = is_graph_launch(name)
+            tallies[idx].launches["graph" if graph else "kernel"] += 1
+            if graph:
                 start = float(e["ts"])
                 graph_calls.append((idx, phase, corr, start, start + dur))
         if dur >= SLOW_CALL_US:

@@ -102,9 +102,11 @@ def decode_rate(engine: Any, prompts: list[list[int]], runs: int, seconds: float
     token each (the prefill, and with EAGLE-3 the draft's) timed, their median taken off a full call's
     ``seconds``. The GPU-bound ratio from traces counts decode steps only; so does this rate. None when
     the full call is no longer than its first token."""
-    prefill_s = statistics.median(_generate(engine, prompts, 1)[0] for _ in range(runs))
     decoded = tokens - len(prompts)
-    if decoded <= 0 or seconds <= prefill_s:
+    if decoded <= 0:
+        return None
+    prefill_s = statistics.median(_generate(engine, prompts, 1)[0] for _ in range(runs))
+    if seconds <= prefill_s:
         return None
     return decoded / (seconds - prefill_s), prefill_s
 
