@@ -117,13 +117,14 @@ def _acceptance_predictor(models: Path) -> Callable[[int], list[int]]:
 
 ACCEPT_EAGER = (("SGLANG_ENABLE_VERIFY_ACCEPT_IN_GRAPH", "0"),)
 FUSED_STASH = (("SGLANG_ENABLE_FUSED_SPEC_STASH", "1"),)
-# 0023: the draft extend's attention on the grouped kernel; a wrong attention there changes the draft's hidden
-# states, so its drafts, so the acceptance this test predicts from the walk
-GROUPED_DRAFT_EXTEND = (("SGLANG_ENABLE_TRITON_GROUPED_DRAFT_EXTEND", "1"),)
+# 0023 (default on, so "defaults" and "no_cuda_graph" run it): the draft extend's attention on the grouped
+# kernel; a wrong attention there changes the draft's hidden states, so its drafts, so the acceptance this test
+# predicts from the walk. "draft_extend_prefill_kernel" keeps the path it replaced under test.
+DRAFT_EXTEND_PREFILL_KERNEL = (("SGLANG_ENABLE_TRITON_GROUPED_DRAFT_EXTEND", "0"),)
 REAL_REJECTION = {"defaults": ((), True), "no_cuda_graph": ((), False), "accept_in_graph": (ACCEPT_IN_GRAPH, True),
                   "eager_paths": (EAGER_FILL + SELECT_OFF + DRAFT_METADATA_OFF + ACCEPT_EAGER, True),
-                  "fused_stash": (FUSED_STASH, True), "grouped_draft_extend": (GROUPED_DRAFT_EXTEND, True),
-                  "grouped_draft_extend_eager": (GROUPED_DRAFT_EXTEND, False)}
+                  "fused_stash": (FUSED_STASH, True),
+                  "draft_extend_prefill_kernel": (DRAFT_EXTEND_PREFILL_KERNEL, True)}
 
 
 @pytest.mark.parametrize("variant", list(REAL_REJECTION))
