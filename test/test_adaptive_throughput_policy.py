@@ -227,6 +227,19 @@ def test_the_shipped_benchmark_config_loads_as_throughput_slots(asp) -> None:
     assert all(0 in slot.candidate_steps for slot in params._slots.values())
 
 
+def test_the_steps0_benchmark_config_holds_every_slot_at_steps_0(asp) -> None:
+    """benchmark/configs/adaptive-steps0.json pins speculation's turned-down state at every batch size, so a
+    benchmark can time a steps-0 cycle against plain decode; no accept length may move a slot off it."""
+    path = Path(__file__).resolve().parents[1] / "benchmark" / "configs" / "adaptive-steps0.json"
+    params = asp.AdaptiveSpeculativeParams(initial_steps=3, cfg_path=str(path))
+    for bs in (1, 8, 32, 64):
+        slot = params._route(bs)
+        assert slot.current_steps == 0
+        for correct in (0, 3) * 15:  # nothing accepted, then every draft a steps-3 slot would make
+            params.on_verify_complete([correct] * bs, bs)
+        assert slot.current_steps == 0
+
+
 def test_a_candidate_that_never_gets_measured_is_given_up_after_max_tries(asp, tmp_path: Path) -> None:
     """Results alternating between two slots never give either a cycle time; exploration must not
     stay on one unmeasured candidate for ever."""
