@@ -1,6 +1,7 @@
 """The GPU-bound ratio of speculation, recorded per process: rank 0's cycle figures from a profiled e2e
 trace (``engine_probes.cycle_figures``) and the driver's derived ``gpu_bound_ratio`` /
-``share_of_gpu_bound`` (``collect.derive_gpu_bound``, applied to each process's records)."""
+``share_of_gpu_bound`` (``collect.derive_gpu_bound``, applied to each process's records), and the GPU idle
+share of the timed runs (``collect.derive_timed_idle``)."""
 
 from __future__ import annotations
 
@@ -76,7 +77,7 @@ def test_each_process_gets_its_own_derived_records() -> None:
     outcome = SimpleNamespace(job=job, lines=lines, status="ok", note="", rc=0, log="log")
     got, errors = collect.records_of(outcome)
     assert errors == []
-    assert {r.metric for r in got} >= {"gpu_bound_ratio", "share_of_gpu_bound"}
+    assert {r.metric for r in got} >= {"gpu_bound_ratio", "share_of_gpu_bound", "timed_gpu_idle_frac"}
 
 
 def test_cycle_figures_read_rank_0s_trace(tmp_path: Path) -> None:
@@ -92,3 +93,39 @@ def test_cycle_figures_of_no_trace_or_no_cycle_are_empty(tmp_path: Path) -> None
     assert engine_probes.cycle_figures(tmp_path) == {}
     write_trace(tmp_path / "1-TP-0.trace.json.gz", [{"ph": "X", "cat": "kernel", "name": "k", "ts": 0, "dur": 1}])
     assert engine_probes.cycle_figures(tmp_path) == {}
+
+
+# kimi4 at TP 1 (benchmark/results/20261202-0542-h200-tp1-kimi4-real-accept3-stock-vs-fork), fork, bs 1: the
+# profiled cycle idled 16.3%, the plain decode step 41.5%
+KIMI4_BS1 = [rec("e2e_nospec", 1, "tokens_per_s", 665.272), rec("e2e_nospec", 1, "gpu_busy_ms", 1.41),
+             rec("e2e_spec", 1, "tokens_per_s", 815.121), rec("e2e_spec", 1, "accept_len", 2.977),
+             rec("e2e_spec", 1, "gpu_busy_ms", 3.27)]
+
+
+def test_the_timed_idle_share_sets_the_traces_busy_time_against_the_timed_wall_time() -> None:
+    """An EAGLE-3 cycle yields accept_len tokens per request, a decode step one: 2.977 / 815.121 tok/s is a
+    3.652-ms cycle of which the trace's 3.27 ms are GPU work (10.5% idle, against the profiled 16.3%)."""
+    idle = {r.mode: r for r in collect.derive_timed_idle(records(KIMI4_BS1))}
+    assert set(idle) == {"e2e_nospec", "e2e_spec"}
+    spec = idle["e2e_spec"]
+    assert (spec.metric, spec.bs, spec.k, spec.topk) == ("timed_gpu_idle_frac", 1, 4, 1)
+    assert spec.extra["timed_wall_ms"] == pytest.approx(2.977 / 815.121 * 1000, abs=1e-3)
+    assert spec.value == pytest.approx(1 - 3.27 / (2.977 / 815.121 * 1000), abs=1e-4)
+    assert spec.value == pytest.approx(0.1046, abs=1e-3) and spec.extra["rate"] == "tokens_per_s"
+    assert idle["e2e_nospec"].value == pytest.approx(1 - 1.41 / (1000 / 665.272), abs=1e-4)
+
+
+def test_the_timed_idle_share_prefers_the_decode_rate_and_scales_with_the_batch() -> None:
+    """decode_tokens_per_s leaves the prefill out; at bs 8 a cycle yields 8 x accept_len tokens."""
+    rows = [rec("e2e_spec", 8, "tokens_per_s", 3000.0), rec("e2e_spec", 8, "decode_tokens_per_s", 4000.0),
+            rec("e2e_spec", 8, "accept_len", 3.0), rec("e2e_spec", 8, "gpu_busy_ms", 5.4)]
+    (idle,) = collect.derive_timed_idle(records(rows))
+    assert idle.extra["rate"] == "decode_tokens_per_s"
+    assert idle.extra["timed_wall_ms"] == pytest.approx(6.0)  # 24 tokens at 4000 tok/s
+    assert idle.value == pytest.approx(0.1)
+
+
+@pytest.mark.parametrize("dropped", ["gpu_busy_ms", "accept_len", "tokens_per_s"])
+def test_no_timed_idle_share_without_the_trace_the_accept_length_or_a_rate(dropped: str) -> None:
+    rows = [r for r in KIMI4_BS1 if not (r["mode"] == "e2e_spec" and r["metric"] == dropped)]
+    assert [r.mode for r in collect.derive_timed_idle(records(rows))] == ["e2e_nospec"]

@@ -42,7 +42,7 @@ def records_of(outcome: JobOutcome) -> tuple[list[Record], list[dict[str, Any]]]
                 errors.append({**base, **where, "where": "record", "error": str(exc)})
         elif kind == "error":
             errors.append({**base, **where, **{k: v for k, v in line.items() if k != "type"}})
-    records += derive_gpu_bound(records)
+    records += derive_gpu_bound(records) + derive_timed_idle(records)
     if outcome.status not in ("ok", "unrunnable"):  # a job this machine cannot run is no failure
         errors.append({**base, **where, "where": "process",
                        "error": f"{outcome.status}: {outcome.note or f'exit status {outcome.rc}'} (see {outcome.log})"})
@@ -78,6 +78,30 @@ def derive_gpu_bound(records: list[Record]) -> list[Record]:
                 measured = fast.value / slow.value
                 derived.append(replace(spec, metric=share, value=round(measured / ratio, 4),
                                        extra={**extra, "measured_ratio": round(measured, 4)}))
+    return derived
+
+
+def derive_timed_idle(records: list[Record]) -> list[Record]:
+    """For each profiled step or cycle of one process, ``timed_gpu_idle_frac`` = 1 - its GPU busy ms from the
+    trace over its wall ms in the timed runs (accept length x bs tokens per cycle, 1 x bs per decode step, at
+    the measured rate). A trace's own idle share (``gpu_idle_frac``) carries the profiler's launch tracing
+    (about 1 µs per CUDA-graph node, ``../results/20261202-0816-h200-graph-launch-cost-profiled/``); this one
+    does not. From ``decode_tokens_per_s`` where the process has it; from ``tokens_per_s`` otherwise, whose
+    time includes the prefill, which makes the figure an upper bound (``extra.rate`` says which)."""
+    by = {(r.mode, r.bs, r.k, r.topk, r.metric): r for r in records}
+    derived = []
+    for busy in records:
+        if busy.metric != "gpu_busy_ms" or busy.mode not in ("e2e_nospec", "e2e_spec") or busy.value <= 0:
+            continue
+        key = (busy.mode, busy.bs, busy.k, busy.topk)
+        rate = by.get((*key, "decode_tokens_per_s")) or by.get((*key, "tokens_per_s"))
+        per_request = 1.0 if busy.mode == "e2e_nospec" else getattr(by.get((*key, "accept_len")), "value", None)
+        if rate is None or rate.value <= 0 or per_request is None:
+            continue
+        wall_ms = per_request * busy.bs / rate.value * 1000.0
+        extra = {"gpu_busy_ms": busy.value, "timed_wall_ms": round(wall_ms, 4), "rate": rate.metric}
+        derived.append(replace(busy, metric="timed_gpu_idle_frac", value=round(1.0 - busy.value / wall_ms, 4),
+                               extra=extra))
     return derived
 
 

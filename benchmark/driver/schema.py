@@ -50,6 +50,8 @@ METRICS: dict[str, Direction] = {
     "gpu_bound_ratio": Direction.NEUTRAL,
     "share_of_gpu_bound": Direction.HIGHER,
     "decode_share_of_gpu_bound": Direction.HIGHER,  # the same from decode_tokens_per_s (no prefill in it)
+    # 1 - gpu_busy_ms over the step's or cycle's wall time in the timed runs (no profiler in it)
+    "timed_gpu_idle_frac": Direction.LOWER,
 }
 
 # decode/verify: the graph or eager path the runner chose; *_eager: eager forced.

@@ -2,7 +2,7 @@
 
 One line per (config, backend, mode, k, topk, bs) and metric latency_ms, tokens_per_s,
 decode_tokens_per_s, accept_len, and where the e2e engines were profiled gpu_bound_ratio,
-share_of_gpu_bound and decode_share_of_gpu_bound.
+share_of_gpu_bound, decode_share_of_gpu_bound and timed_gpu_idle_frac.
 ``G`` after a latency means every timed step of every round replayed a CUDA graph, ``E``
 that none did. ``range`` is the spread of the rounds' medians
 (max - min) relative to the figure; ``-`` where one round was measured. The ratio is
@@ -19,7 +19,7 @@ from benchmark.driver.compare import THRESHOLD, Move, judge
 from benchmark.driver.schema import Record, ResultSet
 
 SHOWN = ("latency_ms", "tokens_per_s", "decode_tokens_per_s", "accept_len", "gpu_bound_ratio", "share_of_gpu_bound",
-         "decode_share_of_gpu_bound")
+         "decode_share_of_gpu_bound", "timed_gpu_idle_frac")
 VERDICTS = {"REGRESSION": "WORSE", "better": "better", "noise": "noise", "moved": "moved"}
 
 
