@@ -157,6 +157,27 @@ def test_every_batch_size_is_warmed_up_at_its_own_shape_before_it_is_timed(tmp_p
     assert calls == per_engine * 2  # spec off, then on: a short call at each shape, its timed runs, its first tokens
 
 
+def test_a_longer_warm_up_call_runs_at_each_batch_size_before_its_timed_runs(tmp_path, models, monkeypatch):
+    """--e2e-warmup-len: the untimed call at each shape generates that many tokens (capped at output_len), so
+    an adaptive slot can settle before the timing; the engine-wide warm-up stays short."""
+    calls: list[tuple[int, int]] = []
+    generate = FakeEngine.generate
+
+    def recording(self, input_ids, sampling_params):
+        calls.append((len(input_ids), sampling_params["max_new_tokens"]))
+        return generate(self, input_ids, sampling_params)
+
+    monkeypatch.setattr(FakeEngine, "generate", recording)
+    for warmup_len, expected in ((48, 48), (500, 64)):
+        calls.clear()
+        spec = {"models": str(models), "backend": "triton", "server_args": {},
+                "e2e": {"bs": [2], "prompt_len": 4, "output_len": 64, "acc_len": 0, "steps": 3, "topk": 1,
+                        "draft_tokens": 4, "profile_steps": 0, "runs": 1, "warmup_len": warmup_len}}
+        out = tmp_path / f"job-{warmup_len}.jsonl"
+        assert e2e.run_job(_job(spec), Sink(str(out)), str(out)) == 0
+        assert calls[:3] == [(2, 16), (2, expected), (2, 64)]
+
+
 def test_the_decode_rate_leaves_the_first_token_out(tmp_path, models, monkeypatch):
     """A call of n new tokens at bs b takes 10 ms + 1 ms per token: after the first token, b*(n-1) tokens in
     (n-1) ms, so b*1000 tokens/s, while the end-to-end rate counts the first token's 11 ms too."""

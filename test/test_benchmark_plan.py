@@ -185,12 +185,14 @@ def test_bad_variant_env_is_named(text, message):
 def test_e2e_options_reach_the_points_and_the_estimate(tmp_path):
     args = run.parse_args(["--profile", "all", "--kinds", "e2e", "--configs", "tp2-pcie", "--bs", "1",
                            "--output-len", "256", "--acc-len", "0", "--profile-steps", "24",
-                           "--variant", "fork=/s"])
+                           "--e2e-warmup-len", "256", "--variant", "fork=/s"])
     plan = run.make_plan(args, 2, run.parse_variants(args))
     (job,) = plan.jobs
     assert (job.e2e.acc_len, job.e2e.output_len, job.e2e.profile_steps, job.e2e.bs) == (0, 256, 24, (1,))
+    assert job.e2e.warmup_len == 256
     unprofiled = replace(job, e2e=replace(job.e2e, profile_steps=0))
     assert job.estimate_s() > unprofiled.estimate_s()
+    assert job.estimate_s() > replace(job, e2e=replace(job.e2e, warmup_len=16)).estimate_s()
     assert "real acceptance" in plan.describe()
 
 

@@ -68,6 +68,7 @@ class E2EPoints:
     profile_steps: int = 0  # > 0: after the timed runs, a torch-profiler trace of this many steps per bs
     runs: int = 1  # timed generate calls per batch size and engine; the median is reported
     pysample_runs: int = 0  # > 0: after the timed runs, this many more per bs with the scheduler sampled
+    warmup_len: int = 16  # new tokens of the untimed call at each bs before its timed runs (at most output_len)
 
 
 @dataclass(frozen=True)

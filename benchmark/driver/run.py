@@ -82,6 +82,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="e2e: timed generate calls per batch size in each engine, median reported (1)")
     p.add_argument("--prompt-len", type=int, help="e2e: prompt tokens per request (128)")
     p.add_argument("--output-len", type=int, help="e2e: generated tokens per request (256)")
+    p.add_argument("--e2e-warmup-len", type=int, metavar="N",
+                   help="e2e: new tokens of the untimed call at each batch size before its timed runs (16, at most "
+                        "--output-len); raise it to time --speculative-adaptive after its slot has settled")
     p.add_argument("--acc-len", type=float,
                    help="e2e: SGLANG_SIMULATE_ACC_LEN for the spec-on engine (3; 0 when the pair's draft misses "
                         "on purpose, models --draft-accept-length/--draft-miss-rate); 0 = the draft's real acceptance")
@@ -138,7 +141,7 @@ def make_plan(args: argparse.Namespace, gpus: int, variants: list[Variant]) -> P
     e2e = with_points(e2e, bs=args.bs, prompt_len=args.prompt_len, output_len=args.output_len,
                       acc_len=args.acc_len if args.acc_len is not None else default_acc_len(args.models),
                       profile_steps=args.profile_steps, runs=args.e2e_runs,
-                      pysample_runs=args.pysample_runs,
+                      pysample_runs=args.pysample_runs, warmup_len=args.e2e_warmup_len,
                       steps=speculative.get("speculative_num_steps"),
                       topk=speculative.get("speculative_eagle_topk"),
                       draft_tokens=speculative.get("speculative_num_draft_tokens"))

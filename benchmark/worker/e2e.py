@@ -153,7 +153,8 @@ def run_engine(spec: JobSpec, sink: Sink, speculative: bool, trace_dir: Path) ->
         _generate(engine, prompts, min(16, e.output_len))  # warm-up: graphs, allocator
         for bs in e.bs:
             try:
-                _generate(engine, prompts[:bs], min(16, e.output_len))  # warm-up at this batch shape
+                # warm-up at this batch shape; a long one lets --speculative-adaptive settle before the timing
+                _generate(engine, prompts[:bs], min(e.warmup_len, e.output_len))
                 before = engine_probes.all_reduce_counts(engine)
                 cycles_before = engine_probes.rank0_state(engine, "spec_cycle")
                 runs = [_generate(engine, prompts[:bs], e.output_len) for _ in range(e.runs)]
