@@ -139,7 +139,9 @@ def test_runs_time_the_call_several_times_and_report_the_median(tmp_path, models
     assert counts["e2e_nospec"]["per_token"] == 17 and counts["e2e_nospec"]["count"] == 3 * 2 * 8 * 17
 
 
-def test_every_batch_size_is_warmed_up_at_its_own_shape_before_it_is_timed(tmp_path, models, monkeypatch):
+@pytest.fixture
+def generate_calls(monkeypatch) -> list[tuple[int, int]]:
+    """(batch size, max_new_tokens) of every generate call the fake engines get, in order."""
     calls: list[tuple[int, int]] = []
     generate = FakeEngine.generate
 
@@ -148,6 +150,11 @@ def test_every_batch_size_is_warmed_up_at_its_own_shape_before_it_is_timed(tmp_p
         return generate(self, input_ids, sampling_params)
 
     monkeypatch.setattr(FakeEngine, "generate", recording)
+    return calls
+
+
+def test_every_batch_size_is_warmed_up_at_its_own_shape_before_it_is_timed(tmp_path, models, generate_calls):
+    calls = generate_calls
     spec = {"models": str(models), "backend": "triton", "server_args": {},
             "e2e": {"bs": [1, 4], "prompt_len": 4, "output_len": 64, "acc_len": 0, "steps": 3, "topk": 1,
                     "draft_tokens": 4, "profile_steps": 0, "runs": 2}}
@@ -157,17 +164,10 @@ def test_every_batch_size_is_warmed_up_at_its_own_shape_before_it_is_timed(tmp_p
     assert calls == per_engine * 2  # spec off, then on: a short call at each shape, its timed runs, its first tokens
 
 
-def test_a_longer_warm_up_call_runs_at_each_batch_size_before_its_timed_runs(tmp_path, models, monkeypatch):
+def test_a_longer_warm_up_call_runs_at_each_batch_size_before_its_timed_runs(tmp_path, models, generate_calls):
     """--e2e-warmup-len: the untimed call at each shape generates that many tokens (capped at output_len), so
     an adaptive slot can settle before the timing; the engine-wide warm-up stays short."""
-    calls: list[tuple[int, int]] = []
-    generate = FakeEngine.generate
-
-    def recording(self, input_ids, sampling_params):
-        calls.append((len(input_ids), sampling_params["max_new_tokens"]))
-        return generate(self, input_ids, sampling_params)
-
-    monkeypatch.setattr(FakeEngine, "generate", recording)
+    calls = generate_calls
     for warmup_len, expected in ((48, 48), (500, 64)):
         calls.clear()
         spec = {"models": str(models), "backend": "triton", "server_args": {},
