@@ -240,6 +240,17 @@ def test_the_steps0_benchmark_config_holds_every_slot_at_steps_0(asp) -> None:
         assert slot.current_steps == 0
 
 
+def test_the_k_set_benchmark_config_explores_issue_12s_draft_lengths_at_every_batch_size(asp) -> None:
+    """benchmark/configs/adaptive-ks.json: K = steps + 1 in {2, 3, 4, 6, 8} at bs 1-64 (bs x K <= 512), on the
+    throughput policy, which measures every candidate, so a run replays each K's graphs (verify_graph_hit)."""
+    path = Path(__file__).resolve().parents[1] / "benchmark" / "configs" / "adaptive-ks.json"
+    params = asp.AdaptiveSpeculativeParams(initial_steps=3, cfg_path=str(path))
+    for bs in (1, 8, 32, 64):
+        slot = params._route(bs)
+        assert isinstance(slot, asp.ThroughputStepSlot)
+        assert [s + 1 for s in slot.candidate_steps] == [2, 3, 4, 6, 8] and bs * 8 <= 512
+
+
 def test_a_candidate_that_never_gets_measured_is_given_up_after_max_tries(asp, tmp_path: Path) -> None:
     """Results alternating between two slots never give either a cycle time; exploration must not
     stay on one unmeasured candidate for ever."""
