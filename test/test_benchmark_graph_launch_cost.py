@@ -95,6 +95,19 @@ def test_the_timed_launches_alone_run_inside_the_profiler(profiled: bool) -> Non
     assert log == ["capture"] + (["profiler on: CPU,CUDA", "profiler off"] if profiled else [])  # capture outside
 
 
+def test_every_clean_point_is_timed_before_the_first_profiled_one() -> None:
+    """A profiler slows its process's later launches (session 14's H200 run), so with --profiled all the
+    unprofiled points come first, then all the profiled ones, each case and size in both passes."""
+    log: list[str] = []
+    records = glc.time_all(["idle", "busy"], (8, 16), 2, _fake_torch(log), profiled=True)
+    assert [(r["case"], r["kernels"]) for r in records] == [
+        ("idle", 8), ("idle", 16), ("busy", 8), ("busy", 16),
+        ("idle+profiler", 8), ("idle+profiler", 16), ("busy+profiler", 8), ("busy+profiler", 16)]
+    # the four clean points, then the first profiled point's own capture (outside its profiler)
+    assert log[:6] == ["capture"] * 5 + ["profiler on: CPU,CUDA"]
+    assert [r["case"] for r in glc.time_all(["idle"], (8,), 2, _fake_torch([]), profiled=False)] == ["idle"]
+
+
 def test_an_unknown_case_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
         glc.main(["--cases", "idle,nonsense"])

@@ -25,10 +25,11 @@ host's) and times the host side of ``CUDAGraph.replay()`` alone, ``--iters`` tim
   parameter block size of attention and MoE kernels), when Triton is importable.
 
 ``--profiled`` times every case a second time inside ``torch.profiler`` with CUDA activities on (case
-``<case>+profiler``), as the e2e benchmark's ``--profile-steps`` traces are taken. In session 13's first run
-(``benchmark/results/20261202-0540-h200-graph-launch-cost``) no case above cost more than 33 µs for 1024
-nodes, against the 0.96 ms of kimi16's profiled verify launch; this tells whether the profiler's per-node
-records make up the difference.
+``<case>+profiler``), as the e2e benchmark's ``--profile-steps`` traces are taken, after every unprofiled
+point: once a profiler has run in a process, launches stay 10-20x slower after it stops
+(``benchmark/results/20261202-0816-h200-graph-launch-cost-profiled``, whose run interleaved the two and whose
+unprofiled points after the first are slowed so). There, inside the profiler, a launch cost 0.7-1.3 µs per
+node against 0.01-0.03 clean: the 0.96 ms of kimi16's profiled 506-node verify launch.
 
 Writes JSON records (``case``, ``kernels``, ``host_us`` median, ``p10_us``, ``p90_us``,
 ``us_per_node``) and prints a table. GPU only.
@@ -42,7 +43,7 @@ import json
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from benchmark.core.argtypes import int_list
@@ -173,6 +174,19 @@ def _profiler(torch: Any) -> Any:
     return torch.profiler.profile(activities=acts)
 
 
+def time_all(cases: list[str], kernels: Sequence[int], iters: int, torch: Any, profiled: bool) -> list[dict]:
+    """Every (case, size) point unprofiled, then, with ``profiled``, every point again inside the profiler:
+    a profiler slows every later launch of its process, so no clean point may follow a profiled one."""
+    records = []
+    for inside in (False, True) if profiled else (False,):
+        for case in cases:
+            for n in kernels:
+                samples = time_case(case, n, iters, torch, profiled=inside)
+                if samples:
+                    records.append(record(case + (PROFILED if inside else ""), n, samples))
+    return records
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
@@ -192,16 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     if not torch.cuda.is_available():
         print("graph_launch_cost: needs a CUDA GPU", file=sys.stderr)
         return 2
-    records = []
-    for case in cases:
-        for n in args.kernels:
-            samples = time_case(case, n, args.iters, torch)
-            if samples:
-                records.append(record(case, n, samples))
-            if args.profiled:
-                samples = time_case(case, n, args.iters, torch, profiled=True)
-                if samples:
-                    records.append(record(case + PROFILED, n, samples))
+    records = time_all(cases, args.kernels, args.iters, torch, args.profiled)
     out = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "cuda": torch.version.cuda,
            "records": records}
     if args.out:
