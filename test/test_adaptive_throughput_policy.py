@@ -25,6 +25,7 @@ from sglang_trees import trees  # noqa: F401 (a fixture)
 MODULE = "sglang.srt.speculative.adaptive_spec_params"
 CANDIDATES = [0, 1, 3, 7]
 PRISTINE_TWIN = {"patched": "pristine", "upstream": "upstream_pristine"}
+CONFIGS = Path(__file__).resolve().parents[1] / "benchmark" / "configs"  # the shipped adaptive configs
 
 
 @pytest.fixture(params=PATCHED)
@@ -221,7 +222,7 @@ def test_results_of_batches_launched_before_a_switch_are_not_counted(asp, tmp_pa
 
 
 def test_the_shipped_benchmark_config_loads_as_throughput_slots(asp) -> None:
-    path = Path(__file__).resolve().parents[1] / "benchmark" / "configs" / "adaptive-throughput.json"
+    path = CONFIGS / "adaptive-throughput.json"
     params = asp.AdaptiveSpeculativeParams(initial_steps=3, cfg_path=str(path))
     assert all(isinstance(slot, asp.ThroughputStepSlot) for slot in params._slots.values())
     assert all(0 in slot.candidate_steps for slot in params._slots.values())
@@ -230,7 +231,7 @@ def test_the_shipped_benchmark_config_loads_as_throughput_slots(asp) -> None:
 def test_the_steps0_benchmark_config_holds_every_slot_at_steps_0(asp) -> None:
     """benchmark/configs/adaptive-steps0.json pins speculation's turned-down state at every batch size, so a
     benchmark can time a steps-0 cycle against plain decode; no accept length may move a slot off it."""
-    path = Path(__file__).resolve().parents[1] / "benchmark" / "configs" / "adaptive-steps0.json"
+    path = CONFIGS / "adaptive-steps0.json"
     params = asp.AdaptiveSpeculativeParams(initial_steps=3, cfg_path=str(path))
     for bs in (1, 8, 32, 64):
         slot = params._route(bs)
@@ -243,7 +244,7 @@ def test_the_steps0_benchmark_config_holds_every_slot_at_steps_0(asp) -> None:
 def test_the_k_set_benchmark_config_explores_issue_12s_draft_lengths_at_every_batch_size(asp) -> None:
     """benchmark/configs/adaptive-ks.json: K = steps + 1 in {2, 3, 4, 6, 8} at bs 1-64 (bs x K <= 512), on the
     throughput policy, which measures every candidate, so a run replays each K's graphs (verify_graph_hit)."""
-    path = Path(__file__).resolve().parents[1] / "benchmark" / "configs" / "adaptive-ks.json"
+    path = CONFIGS / "adaptive-ks.json"
     params = asp.AdaptiveSpeculativeParams(initial_steps=3, cfg_path=str(path))
     for bs in (1, 8, 32, 64):
         slot = params._route(bs)

@@ -70,6 +70,11 @@ class E2EPoints:
     pysample_runs: int = 0  # > 0: after the timed runs, this many more per bs with the scheduler sampled
     warmup_len: int = 16  # new tokens of the untimed call at each bs before its timed runs (at most output_len)
 
+    @property
+    def warmup_tokens(self) -> int:
+        """New tokens of the untimed call at each bs: ``warmup_len``, capped at ``output_len``."""
+        return min(self.warmup_len, self.output_len)
+
 
 @dataclass(frozen=True)
 class CasePoints:

@@ -143,7 +143,7 @@ class Job:
             start = ENGINE_START_S.get(tp, ENGINE_START_S[2])
             generate_s = E2E_BATCH_S + e.output_len / 256  # one generate call, per batch size and engine
             s = IMPORT_S + 2 * start + ENGINE_SPEC_EXTRA_S + 2 * len(e.bs) * e.runs * generate_s
-            s += 2 * len(e.bs) * min(e.warmup_len, e.output_len) / 256  # the untimed call at each batch size
+            s += 2 * len(e.bs) * e.warmup_tokens / 256  # the untimed call at each batch size
             if dict(self.server_args).get("speculative_adaptive"):
                 s += ADAPTIVE_STATES * ADAPTIVE_STATE_S
             if e.profile_steps:  # one more generate per batch size, and the ranks writing their traces

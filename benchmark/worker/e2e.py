@@ -154,7 +154,7 @@ def run_engine(spec: JobSpec, sink: Sink, speculative: bool, trace_dir: Path) ->
         for bs in e.bs:
             try:
                 # warm-up at this batch shape; a long one lets --speculative-adaptive settle before the timing
-                _generate(engine, prompts[:bs], min(e.warmup_len, e.output_len))
+                _generate(engine, prompts[:bs], e.warmup_tokens)
                 before = engine_probes.all_reduce_counts(engine)
                 cycles_before = engine_probes.rank0_state(engine, "spec_cycle")
                 runs = [_generate(engine, prompts[:bs], e.output_len) for _ in range(e.runs)]
