@@ -252,6 +252,14 @@ def test_the_k_set_benchmark_config_explores_issue_12s_draft_lengths_at_every_ba
         assert [s + 1 for s in slot.candidate_steps] == [2, 3, 4, 6, 8] and bs * 8 <= 512
 
 
+@pytest.mark.parametrize("name", ["adaptive-throughput.json", "adaptive-steps0.json", "adaptive-ks.json"])
+def test_every_shipped_config_lets_the_benchmark_start_at_k_4(asp, name: str) -> None:
+    """The server refuses to start unless its starting --speculative-num-steps is in the union of the
+    config's candidates (``speculative_hook._init_adaptive_speculative_params``); benchmark/run.py starts
+    at --ks 4, steps 3. Session 15's steps-0 profile died at start-up on exactly this."""
+    assert 3 in asp.resolve_candidate_steps_from_config(str(CONFIGS / name))
+
+
 def test_a_candidate_that_never_gets_measured_is_given_up_after_max_tries(asp, tmp_path: Path) -> None:
     """Results alternating between two slots never give either a cycle time; exploration must not
     stay on one unmeasured candidate for ever."""
