@@ -37,6 +37,7 @@ VOCAB = 512
 CONTEXT = 256
 SESSION_TYPES = {"id": str, "rid": str, "offset": int, "replace": bool, "drop_previous_output": bool}
 MODEL = "standin-model"
+MAX_RUNNING_REQUESTS = 48  # what 0.5.17 resolves for a speculative server by default
 SAMPLING_TYPES = {"max_new_tokens": int, "min_new_tokens": int, "n": int, "top_k": int, "temperature": float,
                   "top_p": float, "stop_token_ids": list, "ignore_eos": bool, "logit_bias": dict,
                   "sampling_seed": int}  # fmt: skip
@@ -241,6 +242,8 @@ class Http:
             return await self.reply(200, {"data": [{"id": MODEL, "max_model_len": CONTEXT}]})
         if path == "/get_model_info":
             return await self.reply(200, {"model_path": str(s.model_dir)})
+        if path == "/server_info":
+            return await self.reply(200, {"max_running_requests": MAX_RUNNING_REQUESTS, "version": "stand-in"})
         if path == "/metrics":
             gauge = s.peak if s.misbehave == "stale_gauge" else s.used + s.leaked
             text = f'sglang:num_used_tokens{{model_name="{MODEL}"}} {float(gauge)}\n'

@@ -84,6 +84,13 @@ def test_healthy_server_passes_every_check(healthy: dict) -> None:
     assert healthy["after_drain"]["health_status"] == 200 and healthy["after_drain"]["fresh_greedy_ok"]
 
 
+def test_the_record_names_the_running_batch_cap_the_server_resolved(healthy: dict) -> None:
+    """A TTFT under load is read against the server's running-batch cap (48 for a speculative 0.5.17
+    server unless set; session 15's soak queued 64 clients behind it), so the record carries it."""
+    assert healthy["config"]["max_running_requests"] == 48
+    assert healthy["config"]["vocab_size"] == 512 and healthy["config"]["context_len"] == 256
+
+
 def test_healthy_run_measures_latency_and_throughput(healthy: dict) -> None:
     for key in ("ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "itl_p99_ms", "tokens_per_s"):
         assert healthy[key] is not None and healthy[key] > 0, key

@@ -43,6 +43,9 @@ class ServerFacts:
     model: str
     vocab_size: int
     context_len: int
+    # the running-batch cap the server resolved (0.5.17 sets 48 for a speculative server unless
+    # --max-running-requests is given): what a TTFT under load is to be read against
+    max_running_requests: int | None = None
 
 
 def children_of(pid: int) -> set[int]:
@@ -239,4 +242,12 @@ async def server_facts(ep: Endpoint, vocab_size: int | None, context_len: int | 
             f"could not learn the vocab size ({vocab_size}) or context length ({context_len}) from the server: "
             "pass --vocab-size and --context-len"
         )
-    return ServerFacts(model, int(vocab_size), int(context_len))
+    return ServerFacts(model, int(vocab_size), int(context_len), await max_running_requests(ep))
+
+
+async def max_running_requests(ep: Endpoint) -> int | None:
+    """``max_running_requests`` of ``/server_info`` (the resolved server args); None where it is not served."""
+    reply = await get(ep, "/server_info", timeout=10)
+    info = reply.json() if reply.status == 200 else None
+    value = info.get("max_running_requests") if isinstance(info, dict) else None
+    return value if isinstance(value, int) else None

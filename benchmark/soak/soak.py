@@ -175,7 +175,7 @@ async def run_soak(ep: Endpoint, facts: ServerFacts, config: SoakConfig,
          "alone": _head(a), "under_load": _head(b)}
         for i, (a, b) in enumerate(zip(alone, under_load))
     ]  # fmt: skip
-    run_config = {**asdict(config), "model": facts.model, "vocab_size": facts.vocab_size, "context_len": facts.context_len}
+    run_config = {**asdict(config), **asdict(facts)}
     return summarize(soak.outcomes, soak.bad, after, pairs, load_wall, run_config)
 
 
