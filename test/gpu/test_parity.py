@@ -121,13 +121,17 @@ FUSED_STASH = (("SGLANG_ENABLE_FUSED_SPEC_STASH", "1"),)
 # kernel; a wrong attention there changes the draft's hidden states, so its drafts, so the acceptance this test
 # predicts from the walk. "draft_extend_prefill_kernel" keeps the path it replaced under test.
 DRAFT_EXTEND_PREFILL_KERNEL = (("SGLANG_ENABLE_TRITON_GROUPED_DRAFT_EXTEND", "0"),)
+# 0024 (default off): every graph runner captures on one stream, so captures reuse each other's freed pool
+# blocks; a graph overwriting another's live output would change the drafts or the output here.
+SHARED_CAPTURE_STREAM = (("SGLANG_CUDA_GRAPH_SHARED_CAPTURE_STREAM", "1"),)
 # the prefill's piecewise graph is not under test here and its capture is half of a tiny engine's start-up
 # (27.6 of 58 s on an H200, session 14)
 NO_PREFILL_GRAPH = (("disable_prefill_cuda_graph", True),)
 REAL_REJECTION = {"defaults": ((), True), "no_cuda_graph": ((), False), "accept_in_graph": (ACCEPT_IN_GRAPH, True),
                   "eager_paths": (EAGER_FILL + SELECT_OFF + DRAFT_METADATA_OFF + ACCEPT_EAGER, True),
                   "fused_stash": (FUSED_STASH, True),
-                  "draft_extend_prefill_kernel": (DRAFT_EXTEND_PREFILL_KERNEL, True)}
+                  "draft_extend_prefill_kernel": (DRAFT_EXTEND_PREFILL_KERNEL, True),
+                  "shared_capture_stream": (SHARED_CAPTURE_STREAM, True)}
 
 
 @pytest.mark.parametrize("variant", list(REAL_REJECTION))
