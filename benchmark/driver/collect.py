@@ -13,18 +13,21 @@ process, before the rounds are merged.
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, Iterable
 
 from benchmark.core.errors import BenchError
 from benchmark.core.floor import ModelShape, floor_ms, step_bytes
 from benchmark.core.stats import gpu_bound_ratio
+from benchmark.driver.graph_memory import EngineGraphMemory, engines_in
 from benchmark.driver.orchestrate import JobOutcome
 from benchmark.driver.rounds import merge_rounds
 from benchmark.driver.schema import STEP_MODES, Record, ResultSet
 
 
-def records_of(outcome: JobOutcome) -> tuple[list[Record], list[dict[str, Any]]]:
-    """(records, errors) from one job's lines; warm-up lines are skipped, a malformed record is an error."""
+def records_of(outcome: JobOutcome, out_dir: Path | None = None) -> tuple[list[Record], list[dict[str, Any]]]:
+    """(records, errors) from one job's lines; warm-up lines are skipped, a malformed record is an error.
+    With ``out_dir`` (where the job's log lies), each e2e engine's graph memory from the log too."""
     job = outcome.job
     base = {"variant": job.variant.name, "config": job.parallel.name, "backend": job.backend,
             "tp": job.parallel.tp}
@@ -43,6 +46,8 @@ def records_of(outcome: JobOutcome) -> tuple[list[Record], list[dict[str, Any]]]
         elif kind == "error":
             errors.append({**base, **where, **{k: v for k, v in line.items() if k != "type"}})
     records += derive_gpu_bound(records) + derive_timed_idle(records)
+    if out_dir is not None and outcome.log:
+        records += graph_memory_records(records, engines_in(out_dir / outcome.log))
     if outcome.status not in ("ok", "unrunnable"):  # a job this machine cannot run is no failure
         errors.append({**base, **where, "where": "process",
                        "error": f"{outcome.status}: {outcome.note or f'exit status {outcome.rc}'} (see {outcome.log})"})
@@ -105,6 +110,21 @@ def derive_timed_idle(records: list[Record]) -> list[Record]:
     return derived
 
 
+def graph_memory_records(records: list[Record], engines: list[EngineGraphMemory]) -> list[Record]:
+    """``graph_memory_gb`` of each e2e engine of one process (``graph_memory.py``), on its mode's largest batch
+    size (the graphs cover every captured size at once)."""
+    derived = []
+    for engine in engines:
+        mode = "e2e_spec" if engine.speculative else "e2e_nospec"
+        points = [r for r in records if r.mode == mode]
+        if not points:
+            continue
+        top = max(points, key=lambda r: r.bs)
+        derived.append(replace(top, metric="graph_memory_gb", value=engine.graph_gb, graph=None, p20=None, p80=None, n=1,
+                               extra={"free_before_gb": engine.before_gb, "free_after_gb": engine.after_gb}))
+    return derived
+
+
 def annotate_floor(records: Iterable[Record], shape: ModelShape | None, bandwidth: float | None) -> None:
     """Set floor_bytes (and floor_ms when the bandwidth is known) on decode/verify records."""
     if shape is None:
@@ -119,11 +139,11 @@ def annotate_floor(records: Iterable[Record], shape: ModelShape | None, bandwidt
 
 
 def build_results(outcomes: list[JobOutcome], meta: dict[str, Any], shape: ModelShape | None,
-                  bandwidth: float | None) -> ResultSet:
+                  bandwidth: float | None, out_dir: Path | None = None) -> ResultSet:
     results = ResultSet(meta=dict(meta))
     tagged: list[tuple[int, Record]] = []
     for outcome in outcomes:
-        records, errors = records_of(outcome)
+        records, errors = records_of(outcome, out_dir)
         tagged += [(outcome.job.round, r) for r in records]
         results.errors += errors
         results.processes.append(outcome.summary())

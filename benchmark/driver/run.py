@@ -232,7 +232,7 @@ def run(args: argparse.Namespace) -> int:
     def save(outcome: JobOutcome | None = None) -> ResultSet:
         if outcome is not None:
             outcomes.append(outcome)
-        results = build_results(outcomes, meta, shape, bandwidth)
+        results = build_results(outcomes, meta, shape, bandwidth, out_dir)
         results.save(out_dir / "results.json")
         (out_dir / "command.txt").write_text(artifacts.command_text(argv, os.getcwd(), outcomes, REPO))
         return results

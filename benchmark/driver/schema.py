@@ -52,6 +52,9 @@ METRICS: dict[str, Direction] = {
     "decode_share_of_gpu_bound": Direction.HIGHER,  # the same from decode_tokens_per_s (no prefill in it)
     # 1 - gpu_busy_ms over the step's or cycle's wall time in the timed runs (no profiler in it)
     "timed_gpu_idle_frac": Direction.LOWER,
+    # e2e: free device memory before the engine's first CUDA-graph capture less after its last, from its log
+    # (driver/graph_memory.py); on the mode's largest bs
+    "graph_memory_gb": Direction.LOWER,
 }
 
 # decode/verify: the graph or eager path the runner chose; *_eager: eager forced.

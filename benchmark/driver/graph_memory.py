@@ -1,0 +1,67 @@
+"""CUDA-graph memory of each engine a job started, read from the job's log.
+
+SGLang logs ``Capture <role> CUDA graph begin. ... avail mem=X GB`` before each capture and, once
+every runner of the engine (adaptive states included) is captured, ``max_total_num_tokens=...,
+available_gpu_mem=Y GB``. An engine's graph memory is X of its first capture less that Y: what its
+graphs took together (issue 12 asks the adaptive K set's to stay within 1.5x one K's). A log holds
+one section per engine, each starting at a ``server_args=ServerArgs(`` line, which also says whether
+the engine speculates. Only TP rank 0's lines count where ranks are named.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+ENGINE_START = "server_args=ServerArgs("
+CAPTURE_BEGIN = re.compile(r"Capture .*CUDA graph begin\..*avail mem=([0-9.]+) GB")
+AFTER_CAPTURES = re.compile(r"max_total_num_tokens=.*available_gpu_mem=([0-9.]+) GB")
+SPECULATIVE = re.compile(r"speculative_algorithm='[A-Z0-9_]+'")
+RANK = re.compile(r"\bTP(\d+)\b")
+
+
+@dataclass(frozen=True)
+class EngineGraphMemory:
+    speculative: bool
+    before_gb: float  # free device memory when the engine's first capture began
+    after_gb: float  # free device memory once its last capture ended
+
+    @property
+    def graph_gb(self) -> float:
+        return round(self.before_gb - self.after_gb, 3)
+
+
+def _rank0(line: str) -> bool:
+    rank = RANK.search(line)
+    return rank is None or rank.group(1) == "0"
+
+
+def engines_of(log_text: str) -> list[EngineGraphMemory]:
+    """One entry per engine section that captured graphs, in log order."""
+    engines: list[EngineGraphMemory] = []
+    speculative, before, after = False, None, None
+
+    def close() -> None:
+        if before is not None and after is not None:
+            engines.append(EngineGraphMemory(speculative, before, after))
+
+    for line in log_text.splitlines():
+        if not _rank0(line):
+            continue
+        if ENGINE_START in line:
+            close()
+            speculative, before, after = bool(SPECULATIVE.search(line)), None, None
+            continue
+        begin = CAPTURE_BEGIN.search(line)
+        if begin and before is None:
+            before = float(begin.group(1))
+        done = AFTER_CAPTURES.search(line)
+        if done and before is not None:
+            after = float(done.group(1))
+    close()
+    return engines
+
+
+def engines_in(log: Path) -> list[EngineGraphMemory]:
+    return engines_of(log.read_text(errors="replace")) if log.is_file() else []

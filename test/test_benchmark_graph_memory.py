@@ -1,0 +1,77 @@
+"""``graph_memory_gb``: each e2e engine's CUDA-graph memory, read from its job's log
+(``benchmark/driver/graph_memory.py``) and recorded per process by ``collect.records_of``.
+
+The logs are session 15's dense-8 runs (committed in the results folder's ``raw.tar.gz``): the adaptive K set
+(K 2/3/4/6/8) and fixed K 4, each process a plain-decode engine and then an EAGLE-3 engine. The figures are
+the ones read off those logs by hand for issue 12's graph-memory target.
+"""
+
+from __future__ import annotations
+
+import tarfile
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from benchmark.driver import collect
+from benchmark.driver.graph_memory import engines_of
+
+RESULTS = Path(__file__).resolve().parents[1] / "benchmark" / "results"
+RUN = RESULTS / "20261202-1206-h200-tp1-dense8-adaptive-ks-graph-hit-and-memory"
+LOGS = {"ks": "20261202-1206-h200-s15-adaptive-ks/logs/e2e-ks-tp1-triton.log",
+        "fixed": "20261202-1210-h200-s15-fixed-k4/logs/e2e-fixed-tp1-triton.log"}
+
+
+@pytest.fixture(scope="module")
+def logs() -> dict[str, str]:
+    with tarfile.open(RUN / "raw.tar.gz") as tar:
+        return {name: tar.extractfile(member).read().decode() for name, member in LOGS.items()}
+
+
+def summary(text: str) -> list[tuple[bool, float]]:
+    return [(e.speculative, e.graph_gb) for e in engines_of(text)]
+
+
+def test_each_engine_of_a_process_gets_its_graphs_memory(logs: dict[str, str]) -> None:
+    assert summary(logs["fixed"]) == [(False, 0.09), (True, 0.57)]
+    assert summary(logs["ks"]) == [(False, 0.09), (True, 2.51)]  # every K's runners, built at start-up
+
+
+def test_only_tp_rank_0_counts(logs: dict[str, str]) -> None:
+    """At TP > 1 every rank logs its captures; another rank's free memory must not mix into rank 0's: here
+    rank 1's capture lines come first and its end-of-captures line last, with other figures."""
+    out = []
+    for line in logs["fixed"].splitlines():
+        if "Capture" in line and "begin" in line:
+            out += [line.replace("] Capture", "] TP1 Capture").replace("avail mem=", "avail mem=9"),
+                    line.replace("] Capture", "] TP0 Capture")]
+        elif "available_gpu_mem=" in line:
+            out += [line.replace("] max_total", "] TP0 max_total"),
+                    line.replace("] max_total", "] TP1 max_total").replace("available_gpu_mem=", "available_gpu_mem=1")]
+        else:
+            out.append(line)
+    assert summary("\n".join(out)) == [(False, 0.09), (True, 0.57)]
+
+
+def test_an_engine_without_graphs_or_a_cut_log_gives_nothing() -> None:
+    head = "[t] server_args=ServerArgs(model_path='m', speculative_algorithm='EAGLE3', disable_cuda_graph=True)\n"
+    assert engines_of(head + "[t] max_total_num_tokens=10, available_gpu_mem=5.00 GB\n") == []
+    assert engines_of(head + "[t] Capture target verify CUDA graph begin. bs=[1], avail mem=9.00 GB\n") == []
+
+
+def test_records_of_adds_graph_memory_on_each_modes_largest_batch(tmp_path: Path, logs: dict[str, str]) -> None:
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "e2e-ks.log").write_text(logs["ks"])
+    rows = [("e2e_nospec", bs, 0, 0) for bs in (1, 64)] + [("e2e_spec", bs, 4, 1) for bs in (1, 64)]
+    lines = [{"type": "record", "mode": m, "bs": bs, "k": k, "topk": t, "metric": "tokens_per_s", "value": 1.0}
+             for m, bs, k, t in rows]
+    job = SimpleNamespace(variant=SimpleNamespace(name="ks"), parallel=SimpleNamespace(name="tp1", tp=1),
+                          backend="triton", name="e2e-ks", series="e2e-ks", round=1)
+    outcome = SimpleNamespace(job=job, lines=lines, status="ok", note="", rc=0, log="logs/e2e-ks.log")
+    got, errors = collect.records_of(outcome, tmp_path)
+    assert errors == []
+    memory = {(r.mode, r.bs, r.k): r.value for r in got if r.metric == "graph_memory_gb"}
+    assert memory == {("e2e_nospec", 64, 0): 0.09, ("e2e_spec", 64, 4): 2.51}
+    without_dir, _ = collect.records_of(outcome)
+    assert not [r for r in without_dir if r.metric == "graph_memory_gb"]
