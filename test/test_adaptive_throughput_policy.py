@@ -241,6 +241,20 @@ def test_expected_drafts_follow_each_positions_measured_rate(asp, tmp_path: Path
     assert slot.expected_drafts(7) == pytest.approx(r0 + 6 * r1)
 
 
+def test_a_switch_logs_what_each_candidate_was_measured_at(asp, tmp_path: Path) -> None:
+    """The rank-0 line after each switch gives every candidate's cycle time and expected tokens per cycle, so
+    a GPU run's log says why the slot moved (session 16's dense-8 runs switched 65 times and said only the
+    accept length)."""
+    params, clock = _clocked(asp, _config(tmp_path, "throughput", candidates=[0, 1, 3], warmup_batches=1000,
+                                          settle_batches=0))
+    slot = params._route(1)
+    assert slot.describe() == "steps 0: ? x 1.00 tok, 1: ? x ?, 3: ? x ?"
+    for _ in range(3):
+        clock.now += 0.004
+        params.on_verify_complete([1, 3], 2)  # one request took one draft, the other all three
+    assert slot.describe() == "steps 0: ? x 1.00 tok, 1: ? x 2.00 tok, 3: 4.00 ms x 3.00 tok"
+
+
 def test_cycle_times_after_a_switch_across_slots_and_over_the_cap_do_not_count(asp, tmp_path: Path) -> None:
     params, clock = _clocked(asp, _config(tmp_path, "throughput", candidates=[1, 3], slots=("1", "8"),
                                           warmup_batches=1000, settle_batches=1, max_cycle_s=0.05))
