@@ -241,6 +241,38 @@ def test_expected_drafts_follow_each_positions_measured_rate(asp, tmp_path: Path
     assert slot.expected_drafts(7) == pytest.approx(r0 + 6 * r1)
 
 
+def _serve_phase_locked(params: Any, clock: FakeClock, cycle_s: Callable[[int], float], results: int,
+                        bs: int = 8) -> Counter:
+    """Session 16's oracle draft (misses on every 4th token of its walk): at steps >= 2 every request accepts two
+    drafts; at steps 1 the verify lands on a miss every other cycle, all requests in step (1, 0, 1, 0 drafts)."""
+    ran: Counter = Counter()
+    for i in range(results):
+        steps = params.get_steps_for_batch(bs)
+        ran[steps] += 1
+        clock.now += cycle_s(steps)
+        drafts = (1 - i % 2) if steps == 1 else min(2, steps)
+        params.on_verify_complete([drafts] * bs, bs)
+    return ran
+
+
+def test_a_candidate_is_judged_by_its_own_acceptance_once_it_has_run(asp, tmp_path: Path) -> None:
+    """Session 16 (dense-8 at bs 64): the slot ran mostly at steps 1 (0.96-1.02x of plain decode) on a draft
+    whose first position is accepted at every cycle of steps >= 2 but every other cycle at steps 1. Rates per
+    position pooled over all chain lengths credited steps 1 with two tokens a cycle, not 1.5; a candidate's
+    own measured drafts per cycle do not."""
+    def cycle_s(steps: int) -> float:  # large batch: the verify's width costs
+        return 0.010 + 0.004 * steps
+    truth = {1: 1.5 / cycle_s(1), 3: 3 / cycle_s(3), 7: 3 / cycle_s(7)}
+    assert max(truth, key=truth.get) == 3 and 2 / cycle_s(1) > truth[3]  # pooled rates would pick steps 1
+    params, clock = _clocked(asp, _config(tmp_path, "throughput", candidates=[1, 3, 7], slots=("8",)))
+    _serve_phase_locked(params, clock, cycle_s, 400)
+    tail = _serve_phase_locked(params, clock, cycle_s, 200)
+    assert tail[3] >= 180, tail
+    slot = params._route(8)
+    assert slot.drafts_per_cycle(1) == pytest.approx(0.5, abs=0.15)
+    assert slot.drafts_per_cycle(3) == pytest.approx(2.0)
+
+
 def test_a_switch_logs_what_each_candidate_was_measured_at(asp, tmp_path: Path) -> None:
     """The rank-0 line after each switch gives every candidate's cycle time and expected tokens per cycle, so
     a GPU run's log says why the slot moved (session 16's dense-8 runs switched 65 times and said only the
