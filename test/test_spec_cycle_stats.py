@@ -465,9 +465,10 @@ def test_graph_fallback_total_counts_every_noted_step(trees, tree_name: str) -> 
     assert gf.total() == 3
 
 
-def spec_cycle(verify_steps: int, verify_graph: int, timed: int, cycle_ms_sum: float) -> dict[str, Any]:
+def spec_cycle(verify_steps: int, verify_graph: int, timed: int, cycle_ms_sum: float,
+               draft_tokens: dict[str, int] | None = None) -> dict[str, Any]:
     return {"timed": timed, "verify": {"steps": verify_steps, "graph": verify_graph},
-            "cycle": {"ms_sum": cycle_ms_sum}}
+            "cycle": {"ms_sum": cycle_ms_sum}, **({"draft_tokens": draft_tokens} if draft_tokens else {})}
 
 
 def test_cycle_metrics_are_the_runs_share_of_the_totals() -> None:
@@ -476,6 +477,19 @@ def test_cycle_metrics_are_the_runs_share_of_the_totals() -> None:
     assert engine_probes.cycle_metrics(None, after) == {}  # stock SGLang, or the knob off
     assert engine_probes.cycle_metrics(after, after) == {}  # no cycle in between
     assert METRICS["verify_graph_hit"] is Direction.HIGHER and METRICS["cycle_ms"] is Direction.LOWER
+
+
+def test_the_runs_mean_k_and_cycles_per_k_come_from_the_histograms_difference() -> None:
+    """Issue 12 asks the benchmark to show the K an adaptive policy chose per batch size: the run's cycles per
+    K are the difference of the two snapshots' ``draft_tokens`` histograms (a K the run did not use drops out)."""
+    before = spec_cycle(10, 10, 10, 40.0, {"2": 4, "4": 6})
+    after = spec_cycle(110, 110, 110, 440.0, {"2": 4, "3": 30, "4": 66, "8": 10})
+    assert engine_probes.draft_token_mix(before, after) == {"3": 30, "4": 60, "8": 10}
+    mean = (3 * 30 + 4 * 60 + 8 * 10) / 100
+    assert engine_probes.cycle_metrics(before, after)["draft_tokens_mean"] == (pytest.approx(mean), 100)
+    assert engine_probes.draft_token_mix(spec_cycle(1, 1, 1, 1.0), after) == {"2": 4, "3": 30, "4": 66, "8": 10}
+    assert engine_probes.draft_token_mix(None, after) == {}
+    assert METRICS["draft_tokens_mean"] is Direction.NEUTRAL
 
 
 class CycleEngine:
@@ -496,7 +510,8 @@ class CycleEngine:
     def get_server_info(self) -> dict:
         state = {}
         if self.spec and self.with_telemetry:  # every other cycle's verify ran eager, 2.5 ms a cycle
-            state["spec_cycle"] = spec_cycle(self.cycles, self.cycles // 2, self.cycles, 2.5 * self.cycles)
+            state["spec_cycle"] = spec_cycle(self.cycles, self.cycles // 2, self.cycles, 2.5 * self.cycles,
+                                             {"4": self.cycles})
         return {"internal_states": [state]}
 
     def shutdown(self) -> None:
@@ -523,10 +538,13 @@ def test_e2e_job_records_verify_graph_hit_and_cycle_ms(tmp_path: Path, monkeypat
     lines = [json.loads(x) for x in out.read_text().splitlines()]
     assert not [x for x in lines if x["type"] == "error"], lines
     got = {(x["mode"], x["bs"], x["k"], x["metric"]): (x["value"], x["n"]) for x in lines
-           if x["type"] == "record" and x["metric"] in ("verify_graph_hit", "cycle_ms")}
+           if x["type"] == "record" and x["metric"] in ("verify_graph_hit", "cycle_ms", "draft_tokens_mean")}
     expected = {("e2e_spec", bs, 4, metric): (value, 2 * 16) for bs in (1, 2)
-                for metric, value in (("verify_graph_hit", 0.5), ("cycle_ms", 2.5))}
+                for metric, value in (("verify_graph_hit", 0.5), ("cycle_ms", 2.5), ("draft_tokens_mean", 4.0))}
     assert got == (expected if with_telemetry else {})
+    mixes = [x["extra"]["draft_tokens_mix"] for x in lines if x["type"] == "record"
+             and x["metric"] == "draft_tokens_mean"]
+    assert mixes == ([{"4": 32}, {"4": 32}] if with_telemetry else [])
 
 
 @pytest.mark.parametrize("tree_name", PATCHED)

@@ -41,6 +41,9 @@ METRICS: dict[str, Direction] = {
     "accept_len": Direction.NEUTRAL,  # mean accepted tokens per verify (e2e, spec on)
     "verify_graph_hit": Direction.HIGHER,  # verify steps replayed from a CUDA graph / all (e2e, 0012)
     "cycle_ms": Direction.LOWER,  # GPU ms of a draft + verify + draft-extend cycle, mean (e2e, 0012)
+    # mean draft tokens K of the run's cycles, its cycles per K in extra.draft_tokens_mix (e2e, 0012): with
+    # --speculative-adaptive, what the policy chose at that batch size
+    "draft_tokens_mean": Direction.NEUTRAL,
     # e2e --profile-steps, rank 0's trace (tools/cycle_phases.py), medians over the profiled steps/cycles:
     "gpu_busy_ms": Direction.LOWER,  # GPU busy time of a decode step or an EAGLE-3 cycle
     "gpu_idle_frac": Direction.LOWER,  # the share of a step's or cycle's wall time the GPU idled

@@ -15,7 +15,8 @@ seconds kept in the record). ``acc_len`` 0 keeps the draft's real acceptance (an
 oracle pair accepts everything). With the fork's all-reduce
 telemetry on, each run's all-reduce counts per generated token are recorded; with its EAGLE
 cycle telemetry on (``SGLANG_SPEC_CYCLE_STATS=1``), each spec-on batch size records
-``verify_graph_hit`` and ``cycle_ms`` of its timed runs; with
+``verify_graph_hit``, ``cycle_ms`` and ``draft_tokens_mean`` (the mean K, its cycles per K in
+the record's ``draft_tokens_mix``: what an adaptive policy chose) of its timed runs; with
 ``profile_steps``, a torch-profiler trace per batch size is taken after the timed runs
 and summarized (``engine_probes``). With real acceptance (``acc_len`` 0) the job also checks
 greedy parity: the spec-on engine's output token ids at each batch size must equal the
@@ -177,9 +178,12 @@ def run_engine(spec: JobSpec, sink: Sink, speculative: bool, trace_dir: Path) ->
                 if speculative and accepts:
                     sink.record(mode=mode, bs=bs, k=k, topk=topk, metric="accept_len",
                                 value=sum(accepts) / len(accepts), n=len(accepts), extra=extra)
-                cycles = engine_probes.cycle_metrics(cycles_before, engine_probes.rank0_state(engine, "spec_cycle"))
+                cycles_after = engine_probes.rank0_state(engine, "spec_cycle")
+                cycles = engine_probes.cycle_metrics(cycles_before, cycles_after)
+                mix = {"draft_tokens_mix": engine_probes.draft_token_mix(cycles_before, cycles_after)}
                 for metric, (value, steps) in cycles.items():
-                    sink.record(mode=mode, bs=bs, k=k, topk=topk, metric=metric, value=value, n=steps, extra=extra)
+                    sink.record(mode=mode, bs=bs, k=k, topk=topk, metric=metric, value=value, n=steps,
+                                extra={**extra, **mix} if metric == "draft_tokens_mean" else extra)
                 decode = decode_rate(engine, prompts[:bs], e.runs, seconds, tokens)
                 if decode is not None:
                     sink.record(mode=mode, bs=bs, k=k, topk=topk, metric="decode_tokens_per_s", value=decode[0],

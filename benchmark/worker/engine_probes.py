@@ -9,7 +9,9 @@
 * EAGLE cycle telemetry (the fork's patch 0012, on with ``SGLANG_SPEC_CYCLE_STATS=1``): the
   same way, TP rank 0's ``spec_cycle`` totals before and after a run give that run's
   ``verify_graph_hit`` (verify steps that replayed a CUDA graph / all verify steps) and
-  ``cycle_ms`` (mean GPU time of a draft + verify + draft-extend cycle), ``cycle_metrics``.
+  ``cycle_ms`` (mean GPU time of a draft + verify + draft-extend cycle), ``cycle_metrics``, and
+  ``draft_tokens_mean`` (the mean K its cycles ran: with ``--speculative-adaptive``, the policy's
+  choice at that batch size; ``draft_token_mix`` gives the cycles per K).
 * Profile: ``Engine.start_profile`` for a fixed number of scheduler steps, then one more
   generate call of the same batch; SGLang writes a torch-profiler trace per TP rank into
   the folder, which ``trace_summary`` condenses (GPU time per kernel category, busy vs
@@ -52,7 +54,21 @@ def cycle_metrics(before: dict[str, Any] | None, after: dict[str, Any] | None) -
     timed = after["timed"] - before["timed"]
     if timed > 0:
         out["cycle_ms"] = ((after["cycle"]["ms_sum"] - before["cycle"]["ms_sum"]) / timed, timed)
+    mix = draft_token_mix(before, after)
+    cycles = sum(mix.values())
+    if cycles:
+        out["draft_tokens_mean"] = (sum(int(k) * n for k, n in mix.items()) / cycles, cycles)
     return out
+
+
+def draft_token_mix(before: dict[str, Any] | None, after: dict[str, Any] | None) -> dict[str, int]:
+    """Cycles per draft-token count K between two ``spec_cycle`` snapshots (``{"4": 120, "6": 8}``);
+    empty without telemetry or before the snapshot had the histogram."""
+    if not before or not after:
+        return {}
+    was = before.get("draft_tokens") or {}
+    mix = {k: n - was.get(k, 0) for k, n in (after.get("draft_tokens") or {}).items()}
+    return {k: n for k, n in sorted(mix.items(), key=lambda kv: int(kv[0])) if n > 0}
 
 
 def local_all_reduce_counts() -> dict[Key, int] | None:
