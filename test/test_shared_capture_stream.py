@@ -5,8 +5,9 @@ whose ``graph_capture`` behaves as 0.5.17's ``GroupCoordinator.graph_capture``: 
 is given none. The runners share one graph memory pool, but PyTorch's caching allocator reuses a
 freed block only on the stream it was allocated on, so a new stream per runner keeps every runner's
 temporaries (and its warm-up's cached blocks) to itself. With ``SGLANG_CUDA_GRAPH_SHARED_CAPTURE_STREAM``
-every capture gets the same stream; without it, each its own (0.5.17's behaviour); a stream passed
-in (the PD-multiplexing path) is used as given either way.
+every capture gets the same stream, SGLang's named process-level stream ``cuda_graph_capture``
+(``runtime_context.get_stream``, stood in here); without it, each its own (0.5.17's behaviour); a
+stream passed in (the PD-multiplexing path) is used as given either way.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from sglang_trees import trees  # noqa: F401 (a fixture)
 
 PARALLEL_STATE = "sglang.srt.distributed.parallel_state"
 SWITCH = "SGLANG_CUDA_GRAPH_SHARED_CAPTURE_STREAM"
+SHARED = "cuda_graph_capture"  # the name the shared capture stream has among SGLang's named streams
 
 
 class FakeStream:
@@ -55,7 +57,9 @@ def ps(trees, monkeypatch) -> Any:
     monkeypatch.setattr(module, "get_pp_group", lambda: pp)
     for name in ("_DCP", "_ATTN_TP", "_MOE_EP", "_MOE_TP"):
         monkeypatch.setattr(module, name, None, raising=False)
-    monkeypatch.setattr(module, "_SHARED_CAPTURE_STREAM", None)
+    named: dict[str, FakeStream] = {}  # SGLang's process-level named streams (runtime_context.get_stream)
+    monkeypatch.setattr(module, "get_stream", lambda name: named.setdefault(name, FakeStream()))
+    monkeypatch.setattr(module, "named_streams", named, raising=False)
     return module
 
 
@@ -72,14 +76,14 @@ def test_by_default_each_runner_captures_on_a_new_stream(ps, monkeypatch) -> Non
     monkeypatch.delenv(SWITCH, raising=False)
     streams = capture_streams(ps, 4)
     assert len({s.id for s in streams}) == 4
-    assert ps._SHARED_CAPTURE_STREAM is None
+    assert SHARED not in ps.named_streams
 
 
 def test_with_the_switch_every_runner_captures_on_one_stream(ps, monkeypatch) -> None:
     monkeypatch.setenv(SWITCH, "1")
     streams = capture_streams(ps, 4)  # e.g. verify, draft decode, draft extend, an adaptive state's
     assert len({s.id for s in streams}) == 1
-    assert streams[0] is ps._SHARED_CAPTURE_STREAM
+    assert streams[0] is ps.named_streams[SHARED]
     assert ps.get_pp_group().streams == streams  # the PP group joins the TP group's context
 
 
@@ -87,4 +91,4 @@ def test_a_stream_passed_in_is_used_as_given(ps, monkeypatch) -> None:
     monkeypatch.setenv(SWITCH, "1")
     own = FakeStream()
     assert capture_streams(ps, 2, stream=own) == [own, own]
-    assert ps._SHARED_CAPTURE_STREAM is None
+    assert SHARED not in ps.named_streams
