@@ -3,11 +3,16 @@
 # which it exports for the scripts it starts), exports the offline/NVLS environment with this tree's
 # python/ (sglang_fastpath: the bundle's copy may be older) and then the fork's site
 # (FASTPATH_SITE_FORK, /tmp/site-fork) on PYTHONPATH, and defines T0, left SECONDS (time
-# left of a SECONDS budget), say MESSAGE, and M (where the models are made: SGLANG_FASTPATH_MODELS,
+# left of a SECONDS budget, never past FASTPATH_CALL_LIMIT_S, default 580: a budget past the device
+# call's 600-s limit lets a benchmark run until the call is killed, with nothing packed), say MESSAGE, and M (where the models are made: SGLANG_FASTPATH_MODELS,
 # /tmp/fastpath-models).
 OUT=${OUT:-$PWD/.devrun/out}; mkdir -p "$OUT"  # the device tool sets OUT; elsewhere .devrun/out
 T0=$(date +%s)
-left() { echo $(( $1 - $(date +%s) + T0 )); }
+left() {
+  local b=$1 cap=${FASTPATH_CALL_LIMIT_S:-580}
+  [ "$b" -gt "$cap" ] && b=$cap
+  echo $((b - $(date +%s) + T0))
+}
 say() { echo "[call t=$(( $(date +%s) - T0 ))s] $*"; }
 if [ "${FASTPATH_PREFLIGHT_DONE:-}" != 1 ]; then
   bash test/gpu/run_on_device.sh --preflight > "$OUT/preflight.log" 2>&1 || { tail -30 "$OUT/preflight.log"; exit 3; }
