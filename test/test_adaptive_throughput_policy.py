@@ -273,6 +273,21 @@ def test_a_candidate_is_judged_by_its_own_acceptance_once_it_has_run(asp, tmp_pa
     assert slot.drafts_per_cycle(3) == pytest.approx(2.0)
 
 
+def test_a_longer_chain_that_cannot_win_even_at_a_shorter_ones_cycle_time_is_not_explored(asp, tmp_path: Path) -> None:
+    """Session 17 (dense-8 at bs 64, K = 2/3/4/6/8): the slot ran K 4 on average but lost its first timed run to
+    visits to steps 5 and 7 (5.0 and 6.3 ms a cycle against 3.7 ms) on a draft that never accepts a third draft.
+    A cycle never gets cheaper with more drafts, so an unmeasured candidate whose estimated tokens per cycle,
+    at the cycle time of the longest measured shorter chain, do not beat the best measured tokens per second
+    is not worth a visit."""
+    def cycle_s(steps: int) -> float:
+        return 0.010 + 0.004 * steps
+    params, clock = _clocked(asp, _config(tmp_path, "throughput", candidates=[1, 2, 3, 5, 7], slots=("8",)))
+    ran = _serve_phase_locked(params, clock, cycle_s, 600)
+    assert ran[5] == ran[7] == 0, ran
+    tail = _serve_phase_locked(params, clock, cycle_s, 200)
+    assert tail[2] >= 180, tail  # 3 tokens a cycle for the fewest drafts
+
+
 def test_a_switch_logs_what_each_candidate_was_measured_at(asp, tmp_path: Path) -> None:
     """The rank-0 line after each switch gives every candidate's cycle time and expected tokens per cycle, so
     a GPU run's log says why the slot moved (session 16's dense-8 runs switched 65 times and said only the
