@@ -4,8 +4,8 @@
 # python/ (sglang_fastpath: the bundle's copy may be older) and then the fork's site
 # (FASTPATH_SITE_FORK, /tmp/site-fork) on PYTHONPATH, and defines T0, left SECONDS (time
 # left of a SECONDS budget, never past FASTPATH_CALL_LIMIT_S, default 580: a budget past the device
-# call's 600-s limit lets a benchmark run until the call is killed, with nothing packed), say MESSAGE, and M (where the models are made: SGLANG_FASTPATH_MODELS,
-# /tmp/fastpath-models).
+# call's 600-s limit lets a benchmark run until the call is killed, with nothing packed), say
+# MESSAGE, and M (where the models are made: SGLANG_FASTPATH_MODELS, /tmp/fastpath-models).
 OUT=${OUT:-$PWD/.devrun/out}; mkdir -p "$OUT"  # the device tool sets OUT; elsewhere .devrun/out
 T0=$(date +%s)
 left() {
