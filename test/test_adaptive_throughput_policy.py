@@ -241,6 +241,11 @@ def test_expected_drafts_follow_each_positions_measured_rate(asp, tmp_path: Path
     assert slot.expected_drafts(7) == pytest.approx(r0 + 6 * r1)
 
 
+def wide_verify(steps: int) -> float:
+    """Large batch: a cycle costs the verify's width, drafting or not."""
+    return 0.010 + 0.004 * steps
+
+
 def _serve_phase_locked(params: Any, clock: FakeClock, cycle_s: Callable[[int], float], results: int,
                         bs: int = 8) -> Counter:
     """Session 16's oracle draft (misses on every 4th token of its walk): at steps >= 2 every request accepts two
@@ -260,13 +265,11 @@ def test_a_candidate_is_judged_by_its_own_acceptance_once_it_has_run(asp, tmp_pa
     whose first position is accepted at every cycle of steps >= 2 but every other cycle at steps 1. Rates per
     position pooled over all chain lengths credited steps 1 with two tokens a cycle, not 1.5; a candidate's
     own measured drafts per cycle do not."""
-    def cycle_s(steps: int) -> float:  # large batch: the verify's width costs
-        return 0.010 + 0.004 * steps
-    truth = {1: 1.5 / cycle_s(1), 3: 3 / cycle_s(3), 7: 3 / cycle_s(7)}
-    assert max(truth, key=truth.get) == 3 and 2 / cycle_s(1) > truth[3]  # pooled rates would pick steps 1
+    truth = {1: 1.5 / wide_verify(1), 3: 3 / wide_verify(3), 7: 3 / wide_verify(7)}
+    assert max(truth, key=truth.get) == 3 and 2 / wide_verify(1) > truth[3]  # pooled rates would pick steps 1
     params, clock = _clocked(asp, _config(tmp_path, "throughput", candidates=[1, 3, 7], slots=("8",)))
-    _serve_phase_locked(params, clock, cycle_s, 400)
-    tail = _serve_phase_locked(params, clock, cycle_s, 200)
+    _serve_phase_locked(params, clock, wide_verify, 400)
+    tail = _serve_phase_locked(params, clock, wide_verify, 200)
     assert tail[3] >= 180, tail
     slot = params._route(8)
     assert slot.drafts_per_cycle(1) == pytest.approx(0.5, abs=0.15)
@@ -279,12 +282,10 @@ def test_a_longer_chain_that_cannot_win_even_at_a_shorter_ones_cycle_time_is_not
     A cycle never gets cheaper with more drafts, so an unmeasured candidate whose estimated tokens per cycle,
     at the cycle time of the longest measured shorter chain, do not beat the best measured tokens per second
     is not worth a visit."""
-    def cycle_s(steps: int) -> float:
-        return 0.010 + 0.004 * steps
     params, clock = _clocked(asp, _config(tmp_path, "throughput", candidates=[1, 2, 3, 5, 7], slots=("8",)))
-    ran = _serve_phase_locked(params, clock, cycle_s, 600)
+    ran = _serve_phase_locked(params, clock, wide_verify, 600)
     assert ran[5] == ran[7] == 0, ran
-    tail = _serve_phase_locked(params, clock, cycle_s, 200)
+    tail = _serve_phase_locked(params, clock, wide_verify, 200)
     assert tail[2] >= 180, tail  # 3 tokens a cycle for the fewest drafts
 
 
