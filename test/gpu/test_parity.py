@@ -124,6 +124,9 @@ DRAFT_EXTEND_PREFILL_KERNEL = (("SGLANG_ENABLE_TRITON_GROUPED_DRAFT_EXTEND", "0"
 # 0024 (default off): every graph runner captures on one stream, so captures reuse each other's freed pool
 # blocks; a graph overwriting another's live output would change the drafts or the output here.
 SHARED_CAPTURE_STREAM = (("SGLANG_CUDA_GRAPH_SHARED_CAPTURE_STREAM", "1"),)
+# 0026 (default off): the Triton graph runners alias their split-KV partials and, per role, their kv indices;
+# a runner reading another's indices or partials would change the drafts or the output here.
+SHARED_GRAPH_STATE = (("SGLANG_TRITON_SHARED_GRAPH_STATE", "1"),) + SHARED_CAPTURE_STREAM
 # the prefill's piecewise graph is not under test here and its capture is half of a tiny engine's start-up
 # (27.6 of 58 s on an H200, session 14)
 NO_PREFILL_GRAPH = (("disable_prefill_cuda_graph", True),)
@@ -131,7 +134,8 @@ REAL_REJECTION = {"defaults": ((), True), "no_cuda_graph": ((), False), "accept_
                   "eager_paths": (EAGER_FILL + SELECT_OFF + DRAFT_METADATA_OFF + ACCEPT_EAGER, True),
                   "fused_stash": (FUSED_STASH, True),
                   "draft_extend_prefill_kernel": (DRAFT_EXTEND_PREFILL_KERNEL, True),
-                  "shared_capture_stream": (SHARED_CAPTURE_STREAM, True)}
+                  "shared_capture_stream": (SHARED_CAPTURE_STREAM, True),
+                  "shared_graph_state": (SHARED_GRAPH_STATE, True)}
 
 
 @pytest.mark.parametrize("variant", list(REAL_REJECTION))
