@@ -243,7 +243,8 @@ def worker_defs(tree: Path, stats: types.ModuleType | None) -> dict[str, Any]:
     extra = {
         "CaptureHiddenMode": SimpleNamespace(NULL=0, LAST=1, FULL=2),
         "EagleDraftInput": None, "get_draft_recurrent_hidden_state_spec": None,
-        "envs": SimpleNamespace(SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND=SimpleNamespace(get=lambda: False)),
+        "envs": SimpleNamespace(SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND=SimpleNamespace(get=lambda: False),
+                                SGLANG_CUDA_GRAPH_SHARED_AUX_HIDDEN=SimpleNamespace(get=lambda: False)),  # 0027
         "spec_stage_span": lambda name: nullcontext(),
         "speculative_moe_backend_context": nullcontext, "speculative_moe_a2a_backend_context": nullcontext,
         # 0.5.23: a module-level TP context, PP (one stage here), DP prefill coordination (unused)

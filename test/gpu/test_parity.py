@@ -124,9 +124,11 @@ DRAFT_EXTEND_PREFILL_KERNEL = (("SGLANG_ENABLE_TRITON_GROUPED_DRAFT_EXTEND", "0"
 # 0024 (default off): every graph runner captures on one stream, so captures reuse each other's freed pool
 # blocks; a graph overwriting another's live output would change the drafts or the output here.
 SHARED_CAPTURE_STREAM = (("SGLANG_CUDA_GRAPH_SHARED_CAPTURE_STREAM", "1"),)
-# 0026 (default off): the Triton graph runners alias their split-KV partials and, per role, their kv indices;
-# a runner reading another's indices or partials would change the drafts or the output here.
-SHARED_GRAPH_STATE = (("SGLANG_TRITON_SHARED_GRAPH_STATE", "1"),) + SHARED_CAPTURE_STREAM
+# 0026 and 0027 (default off): the Triton graph runners alias their split-KV partials and, per role, their kv
+# indices, and every verify graph packs the aux hidden states into one buffer; a runner reading another's indices,
+# partials or aux states would change the drafts or the output here.
+SHARED_GRAPH_MEMORY = (("SGLANG_TRITON_SHARED_GRAPH_STATE", "1"), ("SGLANG_CUDA_GRAPH_SHARED_AUX_HIDDEN", "1"),
+                       *SHARED_CAPTURE_STREAM)
 # the prefill's piecewise graph is not under test here and its capture is half of a tiny engine's start-up
 # (27.6 of 58 s on an H200, session 14)
 NO_PREFILL_GRAPH = (("disable_prefill_cuda_graph", True),)
@@ -135,7 +137,7 @@ REAL_REJECTION = {"defaults": ((), True), "no_cuda_graph": ((), False), "accept_
                   "fused_stash": (FUSED_STASH, True),
                   "draft_extend_prefill_kernel": (DRAFT_EXTEND_PREFILL_KERNEL, True),
                   "shared_capture_stream": (SHARED_CAPTURE_STREAM, True),
-                  "shared_graph_state": (SHARED_GRAPH_STATE, True)}
+                  "shared_graph_memory": (SHARED_GRAPH_MEMORY, True)}
 
 
 @pytest.mark.parametrize("variant", list(REAL_REJECTION))
