@@ -289,6 +289,34 @@ def test_a_longer_chain_that_cannot_win_even_at_a_shorter_ones_cycle_time_is_not
     assert tail[2] >= 180, tail  # 3 tokens a cycle for the fewest drafts
 
 
+def slow_start(cycle_s: Callable[[int], float], results: int = 150) -> Callable[[int], float]:
+    """``cycle_s`` after the first ``results`` cycles of the process; before, the warm-up after start-up, where
+    session 18's slots measured every candidate at about the same slow cycle time (bs 1: steps 2 at 4.09 ms,
+    3 at 3.84, 5 at 3.75; later 2.1 ms for steps 2), the longer chains a little less slow by chance."""
+    calls = [0]
+    slow = 2 * cycle_s(7)
+
+    def timed(steps: int) -> float:
+        calls[0] += 1
+        return slow - 0.0002 * steps if calls[0] <= results else cycle_s(steps)
+    return timed
+
+
+@pytest.mark.parametrize("cycle_s", [small_batch, wide_verify], ids=["host_bound", "wide_verify"])
+def test_a_shorter_chain_that_yields_as_many_tokens_wins_over_its_stale_cycle_time(asp, tmp_path: Path,
+                                                                                    cycle_s: Callable) -> None:
+    """Session 18 (dense-8, accept 3, K = 2/3/4/6/8): in two of six processes the bs-1 and bs-8 slots measured
+    every candidate in the slow first cycles after start-up (3.8-4.1 ms at bs 1), then ran K 4-6 whose own
+    cycle times refreshed (3.1 ms) while K 3's stayed stale (4.0 ms): 0.75x of plain decode at bs 1 where a
+    process that settled at K 3 ran 1.84x. A cycle never gets cheaper with more drafts, so a shorter chain that
+    yields as many tokens is at least as fast, whatever its last measurement says."""
+    params, clock = _clocked(asp, _config(tmp_path, "throughput", candidates=[1, 2, 3, 5, 7], slots=("8",)))
+    timed = slow_start(cycle_s)  # the first 150 results
+    _serve_phase_locked(params, clock, timed, 250)  # ~3 e2e runs at bs 1; the reprobe comes at ~260 and moves one step
+    tail = _serve_phase_locked(params, clock, timed, 200)
+    assert tail[2] >= 180, tail  # 3 tokens a cycle for the fewest drafts
+
+
 def test_a_switch_logs_what_each_candidate_was_measured_at(asp, tmp_path: Path) -> None:
     """The rank-0 line after each switch gives every candidate's cycle time and expected tokens per cycle, so
     a GPU run's log says why the slot moved (session 16's dense-8 runs switched 65 times and said only the
