@@ -73,5 +73,19 @@ def test_records_of_adds_graph_memory_on_each_modes_largest_batch(tmp_path: Path
     assert errors == []
     memory = {(r.mode, r.bs, r.k): r.value for r in got if r.metric == "graph_memory_gb"}
     assert memory == {("e2e_nospec", 64, 0): 0.09, ("e2e_spec", 64, 4): 2.51}
+    spec = next(r for r in got if r.metric == "graph_memory_gb" and r.mode == "e2e_spec")
+    assert spec.extra["state_gb_by_steps"] == {"1": 0.21, "2": 0.36, "5": 0.55, "7": 0.67}
+    assert spec.extra["startup_state_gb"] == 0.72
     without_dir, _ = collect.records_of(outcome)
     assert not [r for r in without_dir if r.metric == "graph_memory_gb"]
+
+
+def test_each_adaptive_states_share_is_kept_by_step_count(logs: dict[str, str]) -> None:
+    """Session 15's K set: the start-up K-4 state and the states built for steps 1/2/5/7 (K 2/3/6/8), from the
+    capture log's per-state lines; issue 12's plan (docs/graph-memory-k-set.md) reads them per K."""
+    spec = [e for e in engines_of(logs["ks"]) if e.speculative][0]
+    assert [steps for steps, _ in spec.states_gb] == [1, 2, 5, 7]
+    assert all(0 < gb < spec.graph_gb for _, gb in spec.states_gb)
+    assert spec.startup_state_gb == round(spec.graph_gb - sum(gb for _, gb in spec.states_gb), 3) > 0
+    fixed = [e for e in engines_of(logs["fixed"]) if e.speculative][0]
+    assert fixed.states_gb == () and fixed.startup_state_gb == fixed.graph_gb

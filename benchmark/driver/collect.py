@@ -112,7 +112,8 @@ def derive_timed_idle(records: list[Record]) -> list[Record]:
 
 def graph_memory_records(records: list[Record], engines: list[EngineGraphMemory]) -> list[Record]:
     """``graph_memory_gb`` of each e2e engine of one process (``graph_memory.py``), on its mode's largest batch
-    size (the graphs cover every captured size at once)."""
+    size (the graphs cover every captured size at once); with adaptive states, each one's share by step count
+    and the start-up state's in ``extra``."""
     derived = []
     for engine in engines:
         mode = "e2e_spec" if engine.speculative else "e2e_nospec"
@@ -120,8 +121,12 @@ def graph_memory_records(records: list[Record], engines: list[EngineGraphMemory]
         if not points:
             continue
         top = max(points, key=lambda r: r.bs)
+        extra: dict[str, Any] = {"free_before_gb": engine.before_gb, "free_after_gb": engine.after_gb}
+        if engine.states_gb:
+            extra["state_gb_by_steps"] = {str(steps): gb for steps, gb in engine.states_gb}
+            extra["startup_state_gb"] = engine.startup_state_gb
         derived.append(replace(top, metric="graph_memory_gb", value=engine.graph_gb, graph=None, p20=None, p80=None, n=1,
-                               extra={"free_before_gb": engine.before_gb, "free_after_gb": engine.after_gb}))
+                               extra=extra))
     return derived
 
 

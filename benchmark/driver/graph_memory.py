@@ -5,7 +5,9 @@ every runner of the engine (adaptive states included) is captured, ``max_total_n
 available_gpu_mem=Y GB``. An engine's graph memory is X of its first capture less that Y: what its
 graphs took together (issue 12 asks the adaptive K set's to stay within 1.5x one K's). A log holds
 one section per engine, each starting at a ``server_args=ServerArgs(`` line, which also says whether
-the engine speculates. Only TP rank 0's lines count where ranks are named.
+the engine speculates. With ``--speculative-adaptive`` each extra runtime state's share is logged as
+``Built adaptive runtime state steps=N: elapsed=..., mem=Z GB``; those are kept per step count (the start-up
+state's share is the rest). Only TP rank 0's lines count where ranks are named.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ CAPTURE_BEGIN = re.compile(r"Capture .*CUDA graph begin\..*avail mem=([0-9.]+) G
 AFTER_CAPTURES = re.compile(r"max_total_num_tokens=.*available_gpu_mem=([0-9.]+) GB")
 SPECULATIVE = re.compile(r"speculative_algorithm='[A-Z0-9_]+'")
 RANK = re.compile(r"\bTP(\d+)\b")
+STATE_BUILT = re.compile(r"Built adaptive runtime state steps=(\d+):.*mem=([0-9.]+)\s*GB")
 
 
 @dataclass(frozen=True)
@@ -26,10 +29,16 @@ class EngineGraphMemory:
     speculative: bool
     before_gb: float  # free device memory when the engine's first capture began
     after_gb: float  # free device memory once its last capture ended
+    states_gb: tuple[tuple[int, float], ...] = ()  # (step count, GB) of each extra adaptive state, in log order
 
     @property
     def graph_gb(self) -> float:
         return round(self.before_gb - self.after_gb, 3)
+
+    @property
+    def startup_state_gb(self) -> float:
+        """The start-up state's share: the whole less the extra states' (the engine total without states)."""
+        return round(self.graph_gb - sum(gb for _, gb in self.states_gb), 3)
 
 
 def _rank0(line: str) -> bool:
@@ -41,18 +50,22 @@ def engines_of(log_text: str) -> list[EngineGraphMemory]:
     """One entry per engine section that captured graphs, in log order."""
     engines: list[EngineGraphMemory] = []
     speculative, before, after = False, None, None
+    states: list[tuple[int, float]] = []
 
     def close() -> None:
         if before is not None and after is not None:
-            engines.append(EngineGraphMemory(speculative, before, after))
+            engines.append(EngineGraphMemory(speculative, before, after, tuple(states)))
 
     for line in log_text.splitlines():
         if not _rank0(line):
             continue
         if ENGINE_START in line:
             close()
-            speculative, before, after = bool(SPECULATIVE.search(line)), None, None
+            speculative, before, after, states = bool(SPECULATIVE.search(line)), None, None, []
             continue
+        built = STATE_BUILT.search(line)
+        if built and before is not None:
+            states.append((int(built.group(1)), float(built.group(2))))
         begin = CAPTURE_BEGIN.search(line)
         if begin and before is None:
             before = float(begin.group(1))
