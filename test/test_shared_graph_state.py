@@ -31,7 +31,8 @@ PATCHED_0517 = ["patched", pytest.param("pristine", marks=SHOWS_THE_BUG)]
 
 def loaded(tree: Path, name: str, buffers: dict) -> Callable[..., None]:
     """``name`` of the tree's Triton backend, with its named-buffer registry stood in by ``buffers``."""
-    extra = {"maybe_create_verify_mask": lambda **_: None, "get_buffer": lambda key, make: buffers.setdefault(key, make()),
+    extra = {"maybe_create_verify_mask": lambda **_: None,
+             "get_buffer": lambda key, make: buffers.setdefault(key, make()),
              "draft_kv_indices_buffer_width": lambda max_bs, topk, context: max_bs * topk * context}
     names = [name]
     if "_graph_state_buffer" in source(tree, BACKEND).read_text():
@@ -134,7 +135,8 @@ def test_multi_step_draft_states_alias_their_kv_indices_and_step_partials(trees,
     steps = [b for m in states for b in m.attn_backends]
     assert len({storage(b.cuda_graph_attn_logits) for b in steps}) == 1
     # Each step backend reads its own row of its state's kv indices.
-    assert [storage(b.cuda_graph_kv_indices) for b in states[2].attn_backends] == [storage(states[2].cuda_graph_kv_indices)] * 4
+    kv_indices = states[2].cuda_graph_kv_indices
+    assert [storage(b.cuda_graph_kv_indices) for b in states[2].attn_backends] == [storage(kv_indices)] * 4
     assert [b.cuda_graph_kv_indices.data_ptr() for b in states[2].attn_backends] == [
         states[2].cuda_graph_kv_indices[i].data_ptr() for i in range(4)]
 
