@@ -289,6 +289,46 @@ def test_a_longer_chain_that_cannot_win_even_at_a_shorter_ones_cycle_time_is_not
     assert tail[2] >= 180, tail  # 3 tokens a cycle for the fewest drafts
 
 
+def test_a_longer_chain_a_shorter_one_already_matches_in_tokens_is_not_explored(asp, tmp_path: Path) -> None:
+    """Session 19 (dense-8 at bs 64, K = 2/3/4/6/8, 0.87x of plain decode): steps 1-3 measured at 4.15-4.45 ms
+    (host noise: steps 3 at 4.44 ms, steps 2 at 4.45), steps 3 at 2.98 tokens a cycle (one request's miss now
+    and then, which steps 2 did not meet) and every position's rate put steps 5 at 3.00, so at steps 3's cycle
+    time steps 5 looked able to win by 0.2% and was visited (then steps 7, at 6.6 ms). The shorter chain is kept
+    after any such visit (within same_tokens), so it is not worth one."""
+    cycle_ms = {1: 4.15, 2: 4.45, 3: 4.44, 5: 4.45, 7: 6.6}
+    params, clock = _clocked(asp, _config(tmp_path, "throughput", candidates=[1, 2, 3, 5, 7], slots=("64",)))
+    ran: Counter = Counter()
+    for i in range(600):
+        steps = params.get_steps_for_batch(64)
+        ran[steps] += 1
+        clock.now += cycle_ms[steps] / 1e3
+        if steps == 1:
+            drafts = [int((j + i) % 6 == 0) for j in range(64)]  # 1.16 tokens a cycle
+        else:
+            drafts = [min(2, steps)] * 64
+            if steps >= 3:
+                drafts[0] = 0  # one request of 64 misses its first draft
+        params.on_verify_complete(drafts, 64)
+    assert ran[5] == ran[7] == 0, ran
+    assert ran[2] >= 550, ran
+
+
+def test_one_cycle_that_also_waited_for_a_prefill_does_not_time_a_chain_just_switched_to(asp) -> None:
+    """Session 19 (dense-8 at bs 64): a decision right after a switch rested on the new chain's one cycle time so
+    far, one that also waited for the next run's prefill (steps 3 at 36.5 ms against 4.4), because results whose
+    cycle time does not count (across slots or step counts) still count toward the decision cadence. A decision
+    waits for min_samples cycle times of the running chain, so the lower median outvotes that one."""
+    slot = asp.ThroughputStepSlot(2, {"candidate_steps": [2, 3], "warmup_batches": 0})
+    for _ in range(5):  # steps 2 timed at 4 ms, 3 tokens a cycle; steps 3 is estimated at 4 and tried
+        slot.update([2] * 8, 0.004)
+    assert slot.current_steps == 3
+    # two settling results, two whose cycle time does not count, then one that waited for a prefill
+    for cycle_s in (None, None, None, None, 0.040, 0.0042, 0.0042, 0.0042, 0.0042, 0.0042):
+        slot.update([3] * 8, cycle_s)
+    assert slot.current_steps == 3, slot.describe()  # 4 tokens in 4.2 ms beat 3 in 4.0
+    assert slot.cycle_s[3] == pytest.approx(0.0042), slot.describe()
+
+
 def slow_start(cycle_s: Callable[[int], float], results: int = 150) -> Callable[[int], float]:
     """``cycle_s`` after the first ``results`` cycles of the process; before, the warm-up after start-up, where
     session 18's slots measured every candidate at about the same slow cycle time (bs 1: steps 2 at 4.09 ms,
