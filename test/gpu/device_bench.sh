@@ -1,0 +1,43 @@
+# Sourced by a device call's benchmark script, from the repository root, on the GPU host (after a fresh
+# checkout the git-ignored .devrun/ is gone; this is what every session's .devrun/common.sh held):
+#   source test/gpu/device_bench.sh
+#   draw dense8-acc3 dense --layers 8 --draft-accept-length 3
+#   $B --models $M/dense8-acc3 --variant all3=/tmp/site-fork $ALL3 --bs 1,64 --server-args "$KSET" ... --budget-s $(left 300)
+#   pack NAME
+# It sources device_env.sh (bundle install, offline environment, T0/left/say/M), then defines BB (benchmark output),
+# L (logs), B (benchmark/run.py's e2e command at TP 1, triton, K 4), ALL3 (patches 0024, 0026 and 0027 on, with the
+# cycle stats, for a variant named all3), KSET (server args for the adaptive K set 2/3/4/6/8 of
+# benchmark/configs/adaptive-ks.json), and draw, summ and pack.
+source test/gpu/device_env.sh
+export PYTHONPATH=$PWD/python:$PYTHONPATH  # this tree's sglang_fastpath before the bundle's
+BB=/tmp/bench; L=/tmp/logs; mkdir -p $BB $L
+B="python3 benchmark/run.py --profile all --kinds e2e --configs tp1 --backends triton --ks 4 --topks 1 --no-plot --out $BB"
+ALL3="--variant-env all3:SGLANG_CUDA_GRAPH_SHARED_CAPTURE_STREAM=1 --variant-env all3:SGLANG_TRITON_SHARED_GRAPH_STATE=1"
+ALL3="$ALL3 --variant-env all3:SGLANG_CUDA_GRAPH_SHARED_AUX_HIDDEN=1 --variant-env all3:SGLANG_SPEC_CYCLE_STATS=1"
+KSET="{\"speculative_adaptive\": true, \"speculative_adaptive_config\": \"$PWD/benchmark/configs/adaptive-ks.json\"}"
+draw() {  # NAME ARGS...: draw a model pair into $M/NAME unless it is there
+  local n=$1; shift
+  [ -f "$M/$n/target/config.json" ] || python3 -m sglang_fastpath models "$@" --device cuda --out "$M/$n" > "$L/draw-$n.log" 2>&1
+  say "drawn $n: $(tail -2 "$L/draw-$n.log" 2>/dev/null | head -1 | cut -c1-160)"
+}
+summ() {  # print every results.json record under $BB, one line each
+  for f in "$BB"/*/results.json; do echo "== $f"; python3 - "$f" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+for x in r["records"]:
+    e = x.get("extra") or {}
+    print(x["variant"], x["mode"], "bs", x["bs"], x["metric"], round(x["value"], 2), [round(v, 1) for v in x.get("rounds") or []],
+          {k: e[k] for k in ("accept_length", "greedy_parity", "spec_accept_length") if k in e})
+for e in r.get("errors") or []:
+    print("ERROR", str(e)[:300])
+PY
+  done
+}
+switches() {  # the adaptive slots' decisions and state builds of every process under $BB, into $BB/switches.txt
+  for d in "$BB"/*/logs; do echo "== $d"; grep -h "Switch adaptive\|Adaptive throughput slot\|Built adaptive" "$d"/*.log \
+    | sed 's/^\[[^]]*\] //' | head -200; done > "$BB/switches.txt"
+}
+pack() {  # NAME: the benchmark folders and logs into $OUT/NAME.tgz (8 files come back at most)
+  summ > "$OUT/$1-summary.txt" 2>&1; switches; cp -r "$L" "$BB/" 2>/dev/null; tar czf "$OUT/$1.tgz" -C "$BB" . 2>/dev/null
+  cat "$OUT/$1-summary.txt"
+}
