@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034  # sourced: B, ALL3, KSET and the functions are for the caller
 # Sourced by a device call's benchmark script, from the repository root, on the GPU host (after a fresh
 # checkout the git-ignored .devrun/ is gone; this is what every session's .devrun/common.sh held):
 #   source test/gpu/device_bench.sh
