@@ -5,12 +5,20 @@ GPU it runs on, and caches the shared object under ``TVM_FFI_CACHE_DIR`` (defaul
 ``~/.cache/tvm-ffi``). The Marlin MoE GEMM that Kimi-K2.5's INT4 experts run is the slow
 one: 273 s on an H200 host, spent inside the first CUDA-graph capture with no log line.
 Building it here, ahead of time, makes that first start as fast as later ones.
+
+With ``arch`` ("9.0" for H100/H200, "12.0" for RTX PRO 6000 Blackwell) the build needs no GPU, only
+nvcc and an environment where the fork's sglang imports: it targets that architecture through
+SGLang's own ``override_jit_cuda_arch``, so the cache folder (same name, same ``.so``) is the one a
+server on such a GPU looks for. ``sglang-fastpath bundle --jit-cache`` carries such a folder to
+air-gapped hosts, whose install then seeds their cache.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,8 +60,35 @@ def _builder(kernel: str):
     return builder
 
 
-def warm(kernels: list[str], dtype: str = "bfloat16") -> list[Warmed]:
-    """Build each kernel for this host's GPU (a cache hit takes well under a second)."""
+def parse_arch(text: str) -> tuple[int, int]:
+    """ "9.0" -> (9, 0): a CUDA compute capability, as ``torch.cuda.get_device_capability`` gives it."""
+    match = re.fullmatch(r"(\d+)\.(\d+)", text.strip())
+    if not match:
+        raise FastpathError(f"--arch {text!r}: write the compute capability as MAJOR.MINOR, e.g. 9.0 (H100/H200) "
+                            "or 12.0 (RTX PRO 6000 Blackwell)")
+    return int(match.group(1)), int(match.group(2))
+
+
+def _target(arch: str | None):
+    """The context the builds run in: this host's GPU, or ``arch`` through SGLang's arch override."""
+    if arch is None:
+        import torch
+
+        if not torch.cuda.is_available():
+            raise FastpathError("no CUDA GPU visible: the kernels are compiled for a GPU architecture; run warm-jit "
+                                "on the GPU host, or name the architecture with --arch (needs nvcc, no GPU)")
+        return contextlib.nullcontext()
+    major, minor = parse_arch(arch)
+    try:
+        from sglang.kernels.jit.utils.arch import override_jit_cuda_arch
+    except ImportError as exc:
+        raise FastpathError(f"--arch: cannot import sglang.kernels.jit.utils.arch ({exc}); install the fork's "
+                            "wheel (or the bundle) in this environment") from exc
+    return override_jit_cuda_arch(major, minor)
+
+
+def warm(kernels: list[str], dtype: str = "bfloat16", arch: str | None = None) -> list[Warmed]:
+    """Build each kernel for this host's GPU, or for ``arch`` without one (a cache hit takes well under a second)."""
     unknown = [k for k in kernels if k not in KERNELS]
     if unknown:
         raise FastpathError(f"unknown kernel {', '.join(unknown)}: choose from {', '.join(KERNELS)}")
@@ -61,16 +96,15 @@ def warm(kernels: list[str], dtype: str = "bfloat16") -> list[Warmed]:
         raise FastpathError(f"--dtype {dtype}: choose from {', '.join(DTYPES)}")
     import torch
 
-    if not torch.cuda.is_available():
-        raise FastpathError("no CUDA GPU visible: the kernels are compiled for this host's GPU architecture; "
-                            "run warm-jit on the GPU host")
+    target = _target(arch)
     builders = {k: _builder(k) for k in kernels}
     done = []
-    for kernel, builder in builders.items():
-        start = time.perf_counter()
-        try:
-            builder(getattr(torch, dtype), False, False)
-        except Exception as exc:  # nvcc missing or failing: say which kernel, keep SGLang's message
-            raise FastpathError(f"{kernel}: the JIT build failed: {type(exc).__name__}: {exc}") from exc
-        done.append(Warmed(kernel, time.perf_counter() - start))
+    with target:
+        for kernel, builder in builders.items():
+            start = time.perf_counter()
+            try:
+                builder(getattr(torch, dtype), False, False)
+            except Exception as exc:  # nvcc missing or failing: say which kernel, keep SGLang's message
+                raise FastpathError(f"{kernel}: the JIT build failed: {type(exc).__name__}: {exc}") from exc
+            done.append(Warmed(kernel, time.perf_counter() - start))
     return done
