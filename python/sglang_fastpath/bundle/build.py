@@ -7,6 +7,8 @@ The bundle folder holds:
 - ``stock-overlay/``: the pristine 0.5.17 versions of the files the series changes
   (``files/``) and the list of files it adds (``REMOVE``), so that ``install.sh --stock``
   builds a stock SGLang site from the same bundle;
+- ``jit-cache/``: with ``--jit-cache``, SGLang's prebuilt JIT kernels (``bundle.jit_cache``), which
+  the install copies into the host's TVM-FFI cache;
 - ``install.sh``: the offline installer; ``SHA256SUMS``, which it checks first;
 - ``manifest.json``: every file with sha256 and size, the profile, what was trimmed, what
   is left to the host and what is not shipped at all.
@@ -26,6 +28,7 @@ from packaging.utils import canonicalize_name
 from sglang_fastpath import __version__
 from sglang_fastpath.bundle.host_manifest import DATA_DIR, DEFAULT_HOST, parse_host_manifest
 from sglang_fastpath.bundle.host_pip import download, resolve, target_args, wheel_dist
+from sglang_fastpath.bundle.jit_cache import collect_kernels, copy_kernels
 from sglang_fastpath.bundle.plan import Plan, full_plan, slim_plan
 from sglang_fastpath.bundle.profiles import (
     DEFAULT_ARCHES, DEFAULT_PROFILE, PROFILES, SLIM_BUDGET_BYTES, SLIM_OMITS_REASON, SLIM_PACKAGES, TARGET_PYTHON,
@@ -34,6 +37,7 @@ from sglang_fastpath.bundle.profiles import (
 from sglang_fastpath.digest import sha256_of
 from sglang_fastpath.errors import FastpathError
 from sglang_fastpath.fetch import fetch_pinned
+from sglang_fastpath.install.jit_cache import JIT_CACHE
 from sglang_fastpath.paths import build_dir
 from sglang_fastpath.pins import BASE_VERSION
 from sglang_fastpath.pip_run import run_pip
@@ -41,7 +45,7 @@ from sglang_fastpath.wheel.build import BuiltWheel, build_wheels
 from sglang_fastpath.wheel.trim import TrimResult, trim_wheel
 
 TARGET_TAG = "cp" + TARGET_PYTHON.replace(".", "")
-_OUTPUTS = ("wheels", "stock-overlay", "install.sh", "SHA256SUMS", "manifest.json")
+_OUTPUTS = ("wheels", "stock-overlay", JIT_CACHE, "install.sh", "SHA256SUMS", "manifest.json")
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,7 @@ class BundleOptions:
     host_manifest: Path = DEFAULT_HOST
     arches: tuple[str, ...] = DEFAULT_ARCHES
     cache: Path | None = None  # default: build/cache/bundle
+    jit_cache: tuple[Path, ...] = ()  # TVM-FFI cache folders whose prebuilt kernels ship in jit-cache/
 
 
 @dataclass(frozen=True)
@@ -156,6 +161,7 @@ def build_bundle(opts: BundleOptions) -> Bundle:
     if opts.profile not in PROFILES:
         raise FastpathError(f"--profile {opts.profile}: choose one of {', '.join(PROFILES)}")
     cache = opts.cache or build_dir() / "cache" / "bundle"
+    kernels = collect_kernels(opts.jit_cache)  # before _prepare: a wrong --jit-cache leaves --out as it was
     _prepare(opts.out)
     fork = build_wheels(cache / "fork", [TARGET_TAG])[0]
     plan, paths, why = _plan(opts, fork, cache)
@@ -177,6 +183,7 @@ def build_bundle(opts: BundleOptions) -> Bundle:
     wheels.append({"file": f"wheels/{tool.name}", "project": "sglang-fastpath", "version": __version__,
                    "origin": "tool", "why": "this CLI on the host: install (install.sh runs it), doctor, demo, models"})
     overlay = _stock_overlay(fork, opts.out / "stock-overlay")
+    jit_cache = copy_kernels(kernels, opts.out / JIT_CACHE)
     _install_script(opts.out / "install.sh")
     files = _files(opts.out)
     (opts.out / "SHA256SUMS").write_text("".join(f"{f['sha256']}  {f['path']}\n" for f in files))
@@ -191,6 +198,7 @@ def build_bundle(opts: BundleOptions) -> Bundle:
         "wheels": wheels,
         "trimmed": trimmed,
         "stock_overlay": overlay,
+        "jit_cache": jit_cache,
         "left_to_host": dict(sorted(plan.on_host.items())),
         "not_shipped": dict(sorted(plan.unmet.items())),
         "not_shipped_reason": SLIM_OMITS_REASON if opts.profile == "slim" else

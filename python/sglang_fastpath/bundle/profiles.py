@@ -33,8 +33,9 @@ TARGET_MARKERS: dict[str, str] = {
     "platform_machine": "x86_64",
 }
 
-# One device call carries at most 64 MiB, repository included.
-SLIM_BUDGET_BYTES = 60 * 1024 * 1024
+# One device call carries at most 64 MiB, repository included: 2.7 MiB of it with benchmark/results
+# hidden (test/gpu/device_tree.sh), so a slim bundle with the sm_90a Marlin kernel (60.4 MiB) still travels.
+SLIM_BUDGET_BYTES = 61 * 1024 * 1024
 
 # sgl_kernel 0.4.5 (load_utils._load_architecture_specific_ops) loads sm90/common_ops on
 # compute capability 9.0 and sm100/common_ops on every other GPU, sm_120 included; both

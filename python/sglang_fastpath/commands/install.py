@@ -40,6 +40,9 @@ def configure(p: argparse.ArgumentParser) -> None:
                    "0.5.17 through the bundle's stock overlay")
     p.add_argument("--cross", action="store_true", help="bundle, --site: allow a Python other than the bundle's; "
                    "pip installs by the bundle's tags and nothing is imported")
+    p.add_argument("--no-jit-cache", dest="jit_cache", action="store_false",
+                   help="bundle: do not copy the bundle's prebuilt JIT kernels (jit-cache/) into this host's JIT cache "
+                   "(TVM_FFI_CACHE_DIR, default ~/.cache/tvm-ffi; files already there are never overwritten)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -52,18 +55,20 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _run_bundle(args: argparse.Namespace) -> None:
     if args.site is None and not args.env:
         raise FastpathError("--mode bundle needs --site SITE or --env")
-    report = install_bundle(BundleSpec(args.source, args.site, args.stock, args.cross), args.python)
+    report = install_bundle(BundleSpec(args.source, args.site, args.stock, args.cross, args.jit_cache), args.python)
     for warning in report.warnings:
         print(f"install: WARNING: {warning}", file=sys.stderr)
     kind = f"stock {report.version}" if args.stock else report.version
     print(f"install: {report.wheels} wheels installed into {report.dest} ({kind}); verified: SHA256SUMS "
           f"({report.files_checked} files), every wheel's version in the site, "
           + ("the stock marker" if args.stock else "the fork's fastpath.json"))
+    if report.jit is not None:
+        print(f"install: {report.jit.line}")
 
 
 def _run_wheelhouse(args: argparse.Namespace) -> None:
-    if args.site or args.env or args.stock or args.cross:
-        raise FastpathError("--site, --env, --stock and --cross are for --mode bundle")
+    if args.site or args.env or args.stock or args.cross or not args.jit_cache:
+        raise FastpathError("--site, --env, --stock, --cross and --no-jit-cache are for --mode bundle")
     report = install(args.source, Mode(args.mode), args.python, args.lock_dir)
     for warning in report.warnings:
         print(f"install: warning (not the fork's): {warning}", file=sys.stderr)

@@ -10,7 +10,9 @@ bundle's wheels by their tags and nothing is imported); check every file against
 folder (``pip --target`` with the host's tags) or the interpreter's own environment; with
 ``stock``, turn the patched sglang back into pristine SGLang (the stock overlay); then verify
 that every wheel's distribution is in the site at the wheel's version and that sglang is the
-fork (its ``fastpath.json``) or, with ``stock``, the base release. Only standard-library imports:
+fork (its ``fastpath.json``) or, with ``stock``, the base release; last, unless ``jit_cache`` is off,
+copy the bundle's prebuilt JIT kernels into the host's TVM-FFI cache (``install.jit_cache``: never
+overwriting, a failure only a warning). Only standard-library imports:
 it runs on a GPU host that has torch but not necessarily ``packaging``.
 """
 
@@ -26,6 +28,7 @@ from pathlib import Path
 
 from sglang_fastpath.digest import sha256_of
 from sglang_fastpath.errors import FastpathError
+from sglang_fastpath.install.jit_cache import JitSeed, seed_jit_cache
 from sglang_fastpath.install.lock import canonical_name
 from sglang_fastpath.install.target import Target, VerifyError, pip_install, probe
 from sglang_fastpath.pins import BASE_VERSION
@@ -42,6 +45,7 @@ class BundleSpec:
     site: Path | None
     stock: bool = False
     cross: bool = False
+    jit_cache: bool = True  # seed the host's JIT cache with the bundle's kernels
 
 
 @dataclass
@@ -51,6 +55,7 @@ class BundleReport:
     wheels: int
     files_checked: int  # files of SHA256SUMS
     warnings: list[str] = field(default_factory=list)
+    jit: JitSeed | None = None  # the JIT cache seeding; None when skipped or the bundle has no kernels
 
 
 def read_manifest(bundle: Path) -> dict:
@@ -169,5 +174,6 @@ def install_bundle(spec: BundleSpec, python: str) -> BundleReport:
     if spec.stock:
         apply_stock_overlay(spec.bundle, dest, fork)
     version = verify_site(dest, wheels, fork, spec.stock)
-    warning = sgl_kernel_warning(dest)
-    return BundleReport(dest, version, len(wheels), checked, [warning] if warning else [])
+    jit = seed_jit_cache(spec.bundle, manifest.get("jit_cache", [])) if spec.jit_cache else None
+    warnings = [w for w in (sgl_kernel_warning(dest), jit.warning if jit else None) if w]
+    return BundleReport(dest, version, len(wheels), checked, warnings, jit)
