@@ -1,5 +1,5 @@
 """Helpers shared by the CPU tests: a throw-away project root; an interpreter of a given Python version; the
-environment of a child process that runs a test file as a script."""
+environment of a child process that runs a test file as a script; a small pure-Python wheel pip installs."""
 
 from __future__ import annotations
 
@@ -8,7 +8,10 @@ import glob
 import os
 import shutil
 import subprocess
+import zipfile
 from pathlib import Path
+
+from sglang_fastpath.wheel.archive import record_hash
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -43,3 +46,20 @@ def script_env(**extra: str) -> dict[str, str]:
     if os.environ.get("PYTHONPATH"):
         roots.append(os.environ["PYTHONPATH"])
     return {**os.environ, "PYTHONPATH": os.pathsep.join(roots), **extra}
+
+
+def make_wheel(folder: Path, name: str, version: str, files: dict[str, bytes | str]) -> Path:
+    """A pure-Python wheel pip installs: ``files`` (text is UTF-8), METADATA, WHEEL and a RECORD with their hashes."""
+    info = f"{name}-{version}.dist-info/"
+    files = {**files, info + "METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+             info + "WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as zf:
+        record = ""
+        for member, content in files.items():
+            data = content.encode() if isinstance(content, str) else content
+            zf.writestr(member, data)
+            record += f"{member},{record_hash(data)},{len(data)}\n"
+        zf.writestr(info + "RECORD", record + f"{info}RECORD,,\n")
+    return path

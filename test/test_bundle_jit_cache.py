@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import lzma
 import os
 import subprocess
 import sys
-import zipfile
-import lzma
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from fastpath_fixtures import make_wheel
 
 from sglang_fastpath import __version__
 from sglang_fastpath.bundle import build
@@ -30,7 +30,6 @@ from sglang_fastpath.bundle.plan import Plan
 from sglang_fastpath.errors import FastpathError
 from sglang_fastpath.install.jit_cache import seed_jit_cache
 from sglang_fastpath.pins import fastpath_version
-from sglang_fastpath.wheel.archive import record_hash
 from sglang_fastpath.wheel.build import BuiltWheel
 
 PACKAGE = Path(__file__).resolve().parents[1] / "python" / "sglang_fastpath"
@@ -57,33 +56,17 @@ def _cache(folder: Path, *builds: str, payload: bytes = b"") -> Path:
     return folder
 
 
-def _wheel(folder: Path, name: str, version: str, files: dict[str, bytes]) -> Path:
-    """A pure-Python wheel pip installs: ``files``, METADATA, WHEEL and a RECORD with their hashes."""
-    info = f"{name}-{version}.dist-info/"
-    files = {**files, info + "METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode(),
-             info + "WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{name}-{version}-py3-none-any.whl"
-    with zipfile.ZipFile(path, "w") as zf:
-        record = ""
-        for member, data in files.items():
-            zf.writestr(member, data)
-            record += f"{member},{record_hash(data)},{len(data)}\n"
-        zf.writestr(info + "RECORD", record + f"{info}RECORD,,\n")
-    return path
-
-
 def _tool_wheel(dest: Path) -> Path:
     """The tree's sglang_fastpath as the bundle's tool wheel: what install.sh runs the installer from."""
     files = {p.relative_to(PACKAGE.parent).as_posix(): p.read_bytes() for p in sorted(PACKAGE.rglob("*"))
              if p.is_file() and "__pycache__" not in p.parts}
-    return _wheel(dest, "sglang_fastpath", __version__, files)
+    return make_wheel(dest, "sglang_fastpath", __version__, files)
 
 
 @pytest.fixture
 def make_bundle(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Callable[..., build.Bundle]:
     """``make_bundle(out, *jit_caches)``: build_bundle with a stand-in fork wheel and no downloads."""
-    fork = BuiltWheel(_wheel(tmp_path / "fork", "sglang", FORK, {
+    fork = BuiltWheel(make_wheel(tmp_path / "fork", "sglang", FORK, {
         "sglang/__init__.py": b"", f"sglang-{FORK}.dist-info/fastpath.json": json.dumps({"version": FORK}).encode(),
     }), FORK, [])
     monkeypatch.setattr(build, "build_wheels", lambda cache, tags: [fork])

@@ -15,15 +15,14 @@ import json
 import os
 import subprocess
 import sys
-import zipfile
 from importlib import metadata
 from pathlib import Path
 
 import pytest
+from fastpath_fixtures import make_wheel
 
 from sglang_fastpath.digest import sha256_of
 from sglang_fastpath.pins import fastpath_version
-from sglang_fastpath.wheel.archive import record_hash
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "demo.sh"
@@ -113,27 +112,12 @@ print(json.dumps({"argv": sys.argv[1:], "PYTHONPATH": os.environ.get("PYTHONPATH
 """
 
 
-def _wheel(folder: Path, name: str, version: str, files: dict[str, str]) -> Path:
-    """A pure-Python wheel pip installs: the files, METADATA, WHEEL and a RECORD with their hashes."""
-    info = f"{name}-{version}.dist-info/"
-    files = {**files, info + "METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
-             info + "WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
-    path = folder / f"{name}-{version}-py3-none-any.whl"
-    with zipfile.ZipFile(path, "w") as zf:
-        record = ""
-        for member, text in files.items():
-            zf.writestr(member, text)
-            record += f"{member},{record_hash(text.encode())},{len(text.encode())}\n"
-        zf.writestr(info + "RECORD", record + f"{info}RECORD,,\n")
-    return path
-
-
 def _bundle(folder: Path, python: str = "%d.%d" % sys.version_info[:2], torch: str = "2.11.0") -> Path:
     """A bundle laid out like `sglang-fastpath bundle`'s (manifest.json, SHA256SUMS, wheels/), for this Python."""
     (folder / "wheels").mkdir(parents=True)
-    _wheel(folder / "wheels", "sglang", FORK, {"sglang/__init__.py": "",
+    make_wheel(folder / "wheels", "sglang", FORK, {"sglang/__init__.py": "",
                                                f"sglang-{FORK}.dist-info/fastpath.json": json.dumps({"version": FORK})})
-    _wheel(folder / "wheels", "sglang_fastpath", "0.1.0", {"sglang_fastpath/__init__.py": "",
+    make_wheel(folder / "wheels", "sglang_fastpath", "0.1.0", {"sglang_fastpath/__init__.py": "",
                                                            "sglang_fastpath/__main__.py": STANDIN_MAIN})
     manifest = {"profile": "slim", "target": {"python": python, "implementation": "cp", "pip_args": []},
                 "sglang": {"version": FORK}, "left_to_host": {"torch": torch}}
