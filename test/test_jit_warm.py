@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import json
 import sys
 import types
 
@@ -127,3 +128,48 @@ def test_the_pinned_sglang_has_the_arch_override_warm_jit_uses(trees):  # noqa: 
     defs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
     assert "override_jit_cuda_arch" in defs, "SGLang 0.5.17 no longer defines override_jit_cuda_arch"
     assert [a.arg for a in defs["override_jit_cuda_arch"].args.args][:2] == ["major", "minor"]
+
+
+MARLIN_90 = "sgl_kernel_jit_moe_wna16_marlin_bf16_t_false_false_c52b0190dd8e317a__arch_9.0a__tvmffi_0.1.11"
+KIMI_INT4 = {"model_type": "deepseek_v3", "n_routed_experts": 384, "moe_intermediate_size": 2048,
+             "quantization_config": {"quant_method": "compressed-tensors", "format": "pack-quantized"}}
+
+
+def _built(cache, name: str = MARLIN_90, so: bool = True):
+    (cache / name).mkdir(parents=True)
+    if so:
+        (cache / name / (name.split("__arch_")[0] + ".so")).write_bytes(b"\x7fELF")
+    return cache / name
+
+
+def test_built_for_finds_the_kernel_of_that_compute_capability_only(tmp_path):
+    assert jit_warm.built_for("marlin-moe", (9, 0), tmp_path) == []
+    _built(tmp_path, MARLIN_90.replace("9.0a", "12.0f"))
+    _built(tmp_path, MARLIN_90.replace("c52b", "d000"), so=False)  # a build that never finished
+    assert jit_warm.built_for("marlin-moe", (9, 0), tmp_path) == []
+    assert jit_warm.built_for("marlin-moe", (12, 0), tmp_path) == [tmp_path / MARLIN_90.replace("9.0a", "12.0f")]
+    assert jit_warm.built_for("marlin-moe", (9, 0), _built(tmp_path).parent) == [tmp_path / MARLIN_90]
+
+
+@pytest.mark.parametrize("config, built, expect", [
+    (KIMI_INT4, False, "WARNING: the Marlin MoE kernel this model's compressed-tensors experts run is not in the JIT"),
+    (KIMI_INT4, True, "JIT cache: Marlin MoE kernel for compute capability 9.0 built"),
+    ({**KIMI_INT4, "quantization_config": {"quant_method": "fp8"}}, False, None),  # fp8 experts: no Marlin
+    ({"model_type": "llama", "quantization_config": {"quant_method": "gptq"}}, False, None),  # dense: no MoE
+])
+def test_doctor_says_whether_a_marlin_models_first_start_compiles_it(monkeypatch, tmp_path, config, built, expect):
+    from sglang_fastpath.host import doctor
+
+    cache, model = tmp_path / "tvm-ffi", tmp_path / "model"
+    cache.mkdir()
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps(config))
+    if built:
+        _built(cache)
+    monkeypatch.setenv("TVM_FFI_CACHE_DIR", str(cache))
+    monkeypatch.setattr(doctor, "gpus", lambda: [doctor.GpuInfo("NVIDIA H200", (9, 0))])
+    text = doctor.diagnose(model, device_name="NVIDIA H200").render()
+    if expect is None:
+        assert "Marlin MoE kernel" not in text
+    else:
+        assert expect in text

@@ -13,9 +13,9 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sglang_fastpath.host import memory_split
+from sglang_fastpath.host import jit_warm, memory_split
 from sglang_fastpath.host.moe_config import lookup, moe_shape, sglang_config_dir
-from sglang_fastpath.models.folder import read_config, routed_experts
+from sglang_fastpath.models.folder import language_config, read_config, routed_experts
 from sglang_fastpath.pins import BASE_VERSION
 from sglang_fastpath.wheel.archive import MANIFEST
 
@@ -115,6 +115,8 @@ def diagnose(model: Path | None = None, tp: int = 1, ep: int = 1, device_name: s
     if model is not None and memory is not None:
         _memory_section(report, model, draft, tp, memory, found, max_running_requests)
     config = read_config(model) if model is not None else None
+    if config is not None and found:
+        _marlin_section(report, config, found[0])
     if config is not None and not routed_experts(config):
         report.facts.append("MoE config: none needed (no routed experts)")
     elif config is not None:
@@ -135,6 +137,24 @@ def diagnose(model: Path | None = None, tp: int = 1, ep: int = 1, device_name: s
             if shape.note:
                 report.facts.append(f"  note: {shape.note}")
     return report
+
+
+def _marlin_section(report: DoctorReport, config: dict, gpu: GpuInfo) -> None:
+    """Whether the JIT cache holds the Marlin MoE kernel the model's quantized experts need on this GPU."""
+    quant = (language_config(config).get("quantization_config") or config.get("quantization_config") or {})
+    if not routed_experts(config) or quant.get("quant_method") not in jit_warm.MARLIN_QUANT_METHODS:
+        return
+    major, minor = gpu.capability
+    built = jit_warm.built_for("marlin-moe", gpu.capability)
+    if built:
+        report.facts.append(f"JIT cache: Marlin MoE kernel for compute capability {major}.{minor} built "
+                            f"({built[-1]})")
+    else:
+        report.warnings.append(
+            f"the Marlin MoE kernel this model's {quant['quant_method']} experts run is not in the JIT cache "
+            f"({jit_warm.cache_dir()}) for compute capability {major}.{minor}: the first server start compiles it "
+            "with nvcc inside its first CUDA-graph capture (about 5 minutes, no log line); run "
+            "'sglang-fastpath warm-jit' first, or install a bundle made with --jit-cache")
 
 
 def _memory_section(report: DoctorReport, target: Path, draft: Path | None, tp: int, memory: MemoryQuestion,

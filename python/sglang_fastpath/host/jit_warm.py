@@ -34,6 +34,11 @@ KERNELS: dict[str, tuple[str, str, str]] = {
     ),
 }
 DTYPES = ("bfloat16", "float16")
+# name -> the start of its cache folders' names (SGLang's load_jit: "sgl_kernel_jit_" + its marker args).
+CACHE_PREFIX: dict[str, str] = {"marlin-moe": "sgl_kernel_jit_moe_wna16_marlin_"}
+# quantization_config.quant_method values whose MoE experts run the Marlin kernel in 0.5.17
+# (docs/moe-path-kimi-int4.md: CompressedTensorsWNA16MoE; GPTQ/AWQ Marlin MoE).
+MARLIN_QUANT_METHODS = ("compressed-tensors", "gptq", "awq")
 
 
 @dataclass(frozen=True)
@@ -58,6 +63,14 @@ def _builder(kernel: str):
         raise FastpathError(f"{kernel}: {module_name} has no {attr}; this SGLang is not the 0.5.17 layout "
                             "warm-jit knows")
     return builder
+
+
+def built_for(kernel: str, capability: tuple[int, int], cache: Path | None = None) -> list[Path]:
+    """The cache folders that hold ``kernel`` built for a GPU of ``capability`` (any source hash, any tvm-ffi)."""
+    folder = cache or cache_dir()
+    major, minor = capability
+    pattern = f"{CACHE_PREFIX[kernel]}*__arch_{major}.{minor}*__tvmffi_*"
+    return sorted(d for d in folder.glob(pattern) if d.is_dir() and any(d.glob("*.so")))
 
 
 def parse_arch(text: str) -> tuple[int, int]:
