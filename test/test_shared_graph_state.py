@@ -82,7 +82,6 @@ def test_switched_off_each_runner_keeps_its_own_state(trees, tree_name: str) -> 
     for field in ("cuda_graph_attn_logits", "cuda_graph_attn_lse", "cuda_graph_kv_indices"):
         assert len({storage(getattr(s, field)) for s in states}) == 3
     assert states[2].cuda_graph_attn_logits.shape == (32, HEADS, SPLITS, HEAD_DIM)
-    assert states[0].cuda_graph_kv_indices.shape == (16 * CONTEXT,)
     assert not buffers
 
 
@@ -95,7 +94,7 @@ def test_switched_on_every_k_state_aliases_one_set_sized_for_the_widest(trees, t
     # Each state sees the shape it asked for; the first allocation already covered K 8 at bs 4.
     assert [s.cuda_graph_attn_logits.shape[0] for s in states] == [16, 8, 12, 24, 32]
     assert states[0].cuda_graph_attn_logits.untyped_storage().nbytes() == 32 * HEADS * SPLITS * HEAD_DIM * 4
-    assert states[4].cuda_graph_kv_indices.numel() == 32 * CONTEXT
+    assert states[4].cuda_graph_kv_indices.numel() == 4 * (CONTEXT + K_MAX)  # per request (0029)
 
 
 @pytest.mark.parametrize("tree_name", PATCHED_0517)
