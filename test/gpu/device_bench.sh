@@ -9,6 +9,10 @@
 # L (logs), B (benchmark/run.py's e2e command at TP 1, triton, K 4), ALL3 (patches 0024, 0026 and 0027 on, with the
 # cycle stats, for a variant named all3), KSET (server args for the adaptive K set 2/3/4/6/8 of
 # benchmark/configs/adaptive-ks.json), and draw, summ and pack.
+# Habits: write every call's script before the first call, and issue the next one within 30 s of a reply (the host
+# is given back after ~30 s idle: a fresh one redraws its models). For kimi runs build the bundle with
+# --jit-cache build/cache/jit/sm90 (docs/bundle.md): its install seeds the Marlin MoE kernel, so warm-jit returns at once
+# instead of compiling for ~300 s.
 source test/gpu/device_env.sh
 export PYTHONPATH=$PWD/python:$PYTHONPATH  # this tree's sglang_fastpath before the bundle's
 BB=/tmp/bench; L=/tmp/logs; mkdir -p $BB $L
