@@ -22,6 +22,7 @@ from eagle3_reference import Eagle3Draft
 from sglang_fastpath.models import int4, kimi
 from sglang_fastpath.models.pair import measure_pair
 from sglang_fastpath.models.shapes import DeepseekShape, ExpertDtype
+from sglang_fastpath.models.tensors import TensorFactory
 
 transformers = pytest.importorskip("transformers")
 
@@ -161,10 +162,12 @@ def test_int4_experts_have_the_shapes_the_wna16_moe_scheme_allocates(built: dict
             assert packed.dtype == torch.int32 and packed.T.shape == (inp // 8, out)
             assert scale.dtype == torch.bfloat16 and scale.T.shape == (inp // 32, out)
             assert shape.dtype == torch.int64 and shape.tolist() == [out, inp]
-    down = tensors["model.layers.1.mlp.experts.3.down_proj.weight_packed"]
-    assert torch.equal(int4.unpack(down), torch.zeros(h, mi, dtype=torch.int8))  # oracle: exact zero output
-    gate = tensors["model.layers.1.mlp.experts.3.gate_proj.weight_packed"]
-    w = int4.dequantize(int4.unpack(gate), tensors["model.layers.1.mlp.experts.3.gate_proj.weight_scale"])
+    for proj in ("gate_proj", "up_proj", "down_proj"):  # oracle: every routed expert is exact zeros
+        p = f"model.layers.1.mlp.experts.3.{proj}"
+        w = int4.dequantize(int4.unpack(tensors[f"{p}.weight_packed"]), tensors[f"{p}.weight_scale"])
+        assert not w.any(), proj
+    packed, scale, _ = int4.int4_linear(TensorFactory(0), "x.gate_proj", mi, h)  # what a random wiring draws
+    w = int4.dequantize(int4.unpack(packed.make()), scale.make())
     assert 0.7 < float(w.std() * h ** 0.5) < 1.3  # random INT4 codes scaled to std ~ 1/sqrt(fan_in)
 
 

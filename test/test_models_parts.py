@@ -124,3 +124,38 @@ def test_aux_layer_ids_are_three_distinct_capturable_layers() -> None:
             assert len(set(captured)) == 3 and max(captured) < layers, (layers, ids)
     with pytest.raises(ValueError, match="at least 4 layers"):
         aux_layer_ids(3)
+
+
+def test_zero_specs_are_holes_that_safetensors_reads_as_zeros(tmp_path) -> None:
+    """``write_checkpoint`` leaves a ``zeros`` spec unwritten (a sparse file); safetensors' own reader sees
+    the same tensors as from its ``save_file``, zeros included, and never calls the spec's ``make``."""
+    import os
+
+    from safetensors.torch import load_file, save_file
+
+    from sglang_fastpath.models.checkpoint import write_checkpoint
+    from sglang_fastpath.models.tensors import TensorFactory, TensorSpec
+
+    factory = TensorFactory(0)
+
+    def never() -> torch.Tensor:
+        raise AssertionError("a zeros spec was drawn")
+
+    specs = [factory.normal("a", (3, 5), 1.0), factory.zeros("experts.w", (1024, 1024), torch.int32),
+             TensorSpec("shape", (2,), torch.int64, lambda: torch.tensor([7, 9])),
+             TensorSpec("experts.s", (512, 1024), torch.bfloat16, never, zeros=True),
+             factory.fill("b", (4,), 1.0), factory.zeros("tail", (4096,), torch.float32)]
+    info = write_checkpoint(tmp_path / "m", specs)
+    path = tmp_path / "m" / info.files[0]
+    got = load_file(str(path))
+    dense = {s.name: torch.zeros(s.shape, dtype=s.dtype) if s.zeros else s.make() for s in specs}
+    save_file(dense, str(tmp_path / "dense.safetensors"))
+    want = load_file(str(tmp_path / "dense.safetensors"))
+    assert got.keys() == want.keys() and all(torch.equal(got[k], want[k]) and got[k].dtype == want[k].dtype
+                                             for k in want)
+    assert info.total_bytes == sum(s.nbytes for s in specs)
+    probe = tmp_path / "probe"
+    with open(probe, "wb") as f:
+        f.truncate(1 << 22)
+    if os.stat(probe).st_blocks * 512 < 1 << 22:  # the filesystem keeps holes
+        assert os.stat(path).st_blocks * 512 < 1 << 20  # 5 MB of tensors, under 1 MB on disk

@@ -3,21 +3,27 @@
 ``write_checkpoint`` draws the tensors of a ``TensorSpec`` stream one at a time,
 moves each to host memory and flushes a shard as soon as it reaches the size
 limit, so at most one shard (plus the tensor being made) is ever held: a model
-larger than host memory can be written from a GPU. The same stream gives the same
-bytes: shard names depend only on the sizes, JSON is written with sorted keys and
-safetensors metadata is fixed.
+larger than host memory can be written from a GPU. A spec marked ``zeros`` is
+neither drawn nor written: the file gets a hole there (a sparse file, which reads
+back as zeros), so the oracle Kimi pairs' routed experts, exact zeros, cost no disk
+time. The same stream gives the same bytes: shard names depend only on the sizes,
+JSON is written with sorted keys and safetensors metadata is fixed. Files are
+written in the safetensors layout (an 8-byte little-endian header length, the JSON
+header padded with spaces to 8 bytes, the tensors back to back in insertion order),
+which ``safetensors.safe_open`` reads as its own.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
+import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 from collections.abc import Iterable
 
 import torch
-from safetensors.torch import save_file
 
 from sglang_fastpath.models.tensors import TensorSpec
 
@@ -34,9 +40,41 @@ class CheckpointInfo:
     total_bytes: int = 0  # tensor bytes, as in the index's metadata.total_size
 
 
-def save_tensors(tensors: dict[str, torch.Tensor], path: Path) -> None:
-    """One safetensors file, readable by everyone (safetensors itself creates it 0600)."""
-    save_file(tensors, str(path), metadata={"format": "pt"})
+_DTYPES = {torch.bfloat16: "BF16", torch.float16: "F16", torch.float32: "F32", torch.float64: "F64",
+           torch.int64: "I64", torch.int32: "I32", torch.int16: "I16", torch.int8: "I8", torch.uint8: "U8",
+           torch.bool: "BOOL"}
+
+
+@dataclass(frozen=True)
+class Zeros:
+    """A tensor of zeros that is written as a hole."""
+
+    shape: tuple[int, ...]
+    dtype: torch.dtype
+
+    @property
+    def nbytes(self) -> int:
+        return math.prod(self.shape) * torch.empty((), dtype=self.dtype).element_size()
+
+
+def save_tensors(tensors: dict[str, torch.Tensor | Zeros], path: Path) -> None:
+    """One safetensors file, readable by everyone; ``Zeros`` entries are left as holes."""
+    header: dict[str, dict] = {"__metadata__": {"format": "pt"}}
+    offset = 0
+    for name, t in tensors.items():
+        nbytes = t.nbytes if isinstance(t, Zeros) else t.numel() * t.element_size()
+        header[name] = {"dtype": _DTYPES[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + nbytes]}
+        offset += nbytes
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text)
+        for t in tensors.values():
+            if isinstance(t, Zeros):
+                f.seek(t.nbytes, os.SEEK_CUR)
+            else:
+                f.write(t.contiguous().view(-1).view(torch.uint8).numpy().tobytes())
+        f.truncate(8 + len(text) + offset)  # a trailing hole still counts in the size
     os.chmod(path, 0o644)
 
 
@@ -52,7 +90,7 @@ class _ShardWriter:
     def __init__(self, folder: Path, max_shard_bytes: int) -> None:
         self.folder = folder
         self.max_shard_bytes = max_shard_bytes
-        self.pending: dict[str, torch.Tensor] = {}
+        self.pending: dict[str, torch.Tensor | Zeros] = {}
         self.pending_bytes = 0
         self.temp_files: list[Path] = []
         self.shard_of: dict[str, int] = {}
@@ -61,13 +99,16 @@ class _ShardWriter:
     def add(self, spec: TensorSpec) -> None:
         if spec.name in self.shard_of or spec.name in self.pending:
             raise ValueError(f"tensor {spec.name} is written twice")
-        tensor = spec.make()
-        if tuple(tensor.shape) != spec.shape or tensor.dtype != spec.dtype:
-            raise ValueError(f"{spec.name}: made {tuple(tensor.shape)} {tensor.dtype}, "
-                             f"declared {spec.shape} {spec.dtype}")
+        if spec.zeros:
+            tensor: torch.Tensor | Zeros = Zeros(spec.shape, spec.dtype)
+        else:
+            tensor = spec.make()
+            if tuple(tensor.shape) != spec.shape or tensor.dtype != spec.dtype:
+                raise ValueError(f"{spec.name}: made {tuple(tensor.shape)} {tensor.dtype}, "
+                                 f"declared {spec.shape} {spec.dtype}")
         if self.pending and self.pending_bytes + spec.nbytes > self.max_shard_bytes:
             self.flush()
-        self.pending[spec.name] = tensor.to("cpu").contiguous()
+        self.pending[spec.name] = tensor if isinstance(tensor, Zeros) else tensor.to("cpu").contiguous()
         self.pending_bytes += spec.nbytes
         self.info.tensors += 1
         self.info.params += spec.param_count

@@ -10,7 +10,11 @@ per expert (``mlp.experts.E.{gate,up,down}_proj``), the names SGLang's
 ``quantization_config`` that leaves everything else bf16, as in Kimi-K2.5.
 
 Random matrices have standard deviation ``1/sqrt(fan_in)`` so activations stay of
-order one; oracle wiring zeroes ``o_proj`` and every MLP/expert ``down_proj``.
+order one; oracle wiring zeroes ``o_proj`` and every MLP ``down_proj``, and every routed
+expert whole (its output would be discarded by the zero ``down_proj`` anyway): exact zeros,
+which the checkpoint stores as holes, so a Kimi-sized oracle pair writes its experts in no
+time and the Marlin MoE kernels still do the full work (their speed does not depend on the
+values; the router, which picks the experts, stays random).
 """
 
 from __future__ import annotations
@@ -51,7 +55,7 @@ def config(shape: DeepseekShape, experts: ExpertDtype) -> dict:
 
 
 def _linear(factory: TensorFactory, name: str, out: int, inp: int, zero: bool = False) -> TensorSpec:
-    return factory.fill(name, (out, inp), 0.0) if zero else factory.normal(name, (out, inp), inp ** -0.5)
+    return factory.zeros(name, (out, inp)) if zero else factory.normal(name, (out, inp), inp ** -0.5)
 
 
 def _attention(shape: DeepseekShape, factory: TensorFactory, p: str, oracle: bool) -> Iterator[TensorSpec]:
@@ -80,10 +84,12 @@ def _moe(shape: DeepseekShape, factory: TensorFactory, p: str, experts: ExpertDt
     for e in range(shape.routed_experts):
         q = f"{p}.experts.{e}"
         if experts is ExpertDtype.BF16:
-            yield from _mlp(factory, q, d, mi, oracle)
+            yield _linear(factory, f"{q}.gate_proj.weight", mi, d, zero=oracle)
+            yield _linear(factory, f"{q}.up_proj.weight", mi, d, zero=oracle)
+            yield _linear(factory, f"{q}.down_proj.weight", d, mi, zero=oracle)
             continue
-        yield from int4.int4_linear(factory, f"{q}.gate_proj", mi, d)
-        yield from int4.int4_linear(factory, f"{q}.up_proj", mi, d)
+        yield from int4.int4_linear(factory, f"{q}.gate_proj", mi, d, zero=oracle)
+        yield from int4.int4_linear(factory, f"{q}.up_proj", mi, d, zero=oracle)
         yield from int4.int4_linear(factory, f"{q}.down_proj", d, mi, zero=oracle)
 
 

@@ -92,18 +92,21 @@ def int4_linear(factory: TensorFactory, prefix: str, out_features: int, in_featu
     """The three tensors of one INT4 projection named ``prefix``: random values, or exact zeros.
 
     Random values are uniform over all 16 codes with per-group scales chosen so the
-    dequantized weight has a standard deviation near ``1/sqrt(in_features)``.
+    dequantized weight has a standard deviation near ``1/sqrt(in_features)``. Exact
+    zeros are zero bytes throughout (code -8 times a zero scale), which a checkpoint
+    stores as a hole: nothing drawn, nothing written.
     """
     check_shape(out_features, in_features)
     words = (out_features, in_features // PACK_FACTOR)
+    groups = (out_features, in_features // GROUP_SIZE)
     if zero:
-        packed = factory.fill(f"{prefix}.weight_packed", words, ZERO_WORD, torch.int32)
+        packed = factory.zeros(f"{prefix}.weight_packed", words, torch.int32)
+        scale = factory.zeros(f"{prefix}.weight_scale", groups)
     else:
         packed = factory.random_bytes(f"{prefix}.weight_packed", words, torch.int32)
+        base = 1.0 / (in_features ** 0.5) / _UNIFORM_STD
+        scale = factory.uniform(f"{prefix}.weight_scale", groups, 0.75 * base, 1.25 * base)
     packed = replace(packed, params=out_features * in_features)
-    base = 1.0 / (in_features ** 0.5) / _UNIFORM_STD
-    scale = factory.uniform(f"{prefix}.weight_scale", (out_features, in_features // GROUP_SIZE),
-                            0.75 * base, 1.25 * base)
     shape = TensorSpec(f"{prefix}.weight_shape", (2,), torch.int64,
                        lambda: torch.tensor([out_features, in_features], dtype=torch.int64), params=0)
     scale = replace(scale, params=0)

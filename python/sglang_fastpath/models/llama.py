@@ -39,7 +39,7 @@ def weights(shape: LlamaShape, factory: TensorFactory, walk: Walk | None) -> Ite
         yield factory.build("model.embed_tokens.weight", (v, d), walk.embedding)
 
     def linear(name: str, out: int, inp: int, zero: bool = False) -> TensorSpec:
-        return factory.fill(name, (out, inp), 0.0) if zero else factory.normal(name, (out, inp), inp ** -0.5)
+        return factory.zeros(name, (out, inp)) if zero else factory.normal(name, (out, inp), inp ** -0.5)
 
     oracle = walk is not None
     for i in range(shape.layers):

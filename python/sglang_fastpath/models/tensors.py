@@ -28,6 +28,7 @@ class TensorSpec:
     dtype: torch.dtype
     make: Callable[[], torch.Tensor]
     params: int | None = None  # model parameters it holds, when not one per element (packed INT4)
+    zeros: bool = False  # every byte is zero: a checkpoint leaves a hole in the file instead of writing it
 
     @property
     def nbytes(self) -> int:
@@ -78,6 +79,10 @@ class TensorFactory:
                                 device=self.device, dtype=torch.uint8)
             return raw.view(dtype)
         return TensorSpec(name, shape, dtype, make)
+
+    def zeros(self, name: str, shape: tuple[int, ...], dtype: torch.dtype = DTYPE) -> TensorSpec:
+        """Exact zeros, which ``write_checkpoint`` leaves as a hole in the file (nothing drawn, nothing written)."""
+        return TensorSpec(name, shape, dtype, lambda: torch.zeros(shape, dtype=dtype, device=self.device), zeros=True)
 
     def fill(self, name: str, shape: tuple[int, ...], value: float, dtype: torch.dtype = DTYPE) -> TensorSpec:
         return TensorSpec(name, shape, dtype, lambda: torch.full(shape, value, dtype=dtype, device=self.device))
