@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import sys
 import types
 
@@ -18,12 +19,20 @@ from sglang_trees import source, trees  # noqa: F401 (trees: a module-scoped fix
 MODULE, BUILDER, _ = jit_warm.KERNELS["marlin-moe"]
 
 
+def _stub_module(monkeypatch: pytest.MonkeyPatch, name: str) -> types.ModuleType:
+    """An empty module importable as ``name`` (its missing parents stubbed too), for this test only."""
+    parts = name.split(".")
+    for i in range(1, len(parts)):
+        if ".".join(parts[:i]) not in sys.modules:
+            monkeypatch.setitem(sys.modules, ".".join(parts[:i]), types.ModuleType(".".join(parts[:i])))
+    module = types.ModuleType(name)
+    monkeypatch.setitem(sys.modules, name, module)
+    return module
+
+
 def _fake_sglang(monkeypatch: pytest.MonkeyPatch, builder) -> list[tuple]:
     """Make ``MODULE`` importable with ``BUILDER`` = builder; return the calls it gets."""
-    parts = MODULE.split(".")
-    for i in range(1, len(parts)):
-        monkeypatch.setitem(sys.modules, ".".join(parts[:i]), types.ModuleType(".".join(parts[:i])))
-    module = types.ModuleType(MODULE)
+    module = _stub_module(monkeypatch, MODULE)
     calls: list[tuple] = []
 
     def record(*args):
@@ -31,7 +40,6 @@ def _fake_sglang(monkeypatch: pytest.MonkeyPatch, builder) -> list[tuple]:
         return builder(*args)
 
     setattr(module, BUILDER, record)
-    monkeypatch.setitem(sys.modules, MODULE, module)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     return calls
 
@@ -80,12 +88,7 @@ def _fake_arch_override(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     import contextlib
 
     events: list[str] = []
-    name = "sglang.kernels.jit.utils.arch"
-    parts = name.split(".")
-    for i in range(1, len(parts)):
-        if ".".join(parts[:i]) not in sys.modules:
-            monkeypatch.setitem(sys.modules, ".".join(parts[:i]), types.ModuleType(".".join(parts[:i])))
-    module = types.ModuleType(name)
+    module = _stub_module(monkeypatch, "sglang.kernels.jit.utils.arch")
 
     @contextlib.contextmanager
     def override_jit_cuda_arch(major: int, minor: int, suffix=None):
@@ -94,7 +97,6 @@ def _fake_arch_override(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         events.append("leave")
 
     module.override_jit_cuda_arch = override_jit_cuda_arch
-    monkeypatch.setitem(sys.modules, name, module)
     return events
 
 
@@ -104,7 +106,7 @@ def test_arch_builds_without_a_gpu_inside_sglangs_arch_override(monkeypatch, tmp
 
     def build(*args):
         events.append("build")
-        seen_cache.append(jit_warm.os.environ["TVM_FFI_CACHE_DIR"])
+        seen_cache.append(os.environ["TVM_FFI_CACHE_DIR"])
 
     _fake_sglang(monkeypatch, build)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)

@@ -50,12 +50,19 @@ def _kernel(folder: Path) -> JitKernel | None:
     return JitKernel(folder.name, so, arch, tvmffi) if so.is_file() else None
 
 
+def kernels_in(cache: Path) -> list[JitKernel]:
+    """The prebuilt kernels of the TVM-FFI cache folder ``cache``, by build folder name (none if it is missing)."""
+    if not cache.is_dir():
+        return []
+    return [k for k in map(_kernel, sorted(cache.iterdir())) if k is not None]
+
+
 def find_kernels(cache: Path) -> list[JitKernel]:
     """The prebuilt kernels of the TVM-FFI cache folder ``cache``; FastpathError when it has none."""
     if not cache.is_dir():
         raise FastpathError(f"--jit-cache {cache}: no such folder (a TVM-FFI JIT cache, e.g. ~/.cache/tvm-ffi, "
                             "or one made by 'sglang-fastpath warm-jit --arch 9.0 --cache-dir DIR')")
-    kernels = [k for k in map(_kernel, sorted(cache.iterdir())) if k is not None]
+    kernels = kernels_in(cache)
     if not kernels:
         hint = (f": give its parent folder, {cache.parent}" if _kernel(cache) is not None else
                 ": build them with 'sglang-fastpath warm-jit --arch 9.0 --cache-dir DIR'")

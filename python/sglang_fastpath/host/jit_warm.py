@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import os
 import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from sglang_fastpath.bundle.jit_cache import kernels_in
 from sglang_fastpath.errors import FastpathError
+from sglang_fastpath.install.jit_cache import jit_cache_dir
 
 # name -> (module, builder, what it is for); the builder takes (dtype, is_ep, has_bias) in 0.5.17.
 KERNELS: dict[str, tuple[str, str, str]] = {
@@ -47,8 +48,7 @@ class Warmed:
     seconds: float
 
 
-def cache_dir() -> Path:
-    return Path(os.environ.get("TVM_FFI_CACHE_DIR", "~/.cache/tvm-ffi")).expanduser()
+cache_dir = jit_cache_dir  # where SGLang's load_jit looks: $TVM_FFI_CACHE_DIR, else ~/.cache/tvm-ffi
 
 
 def _builder(kernel: str):
@@ -68,9 +68,9 @@ def _builder(kernel: str):
 def built_for(kernel: str, capability: tuple[int, int], cache: Path | None = None) -> list[Path]:
     """The cache folders that hold ``kernel`` built for a GPU of ``capability`` (any source hash, any tvm-ffi)."""
     folder = cache or cache_dir()
-    major, minor = capability
-    pattern = f"{CACHE_PREFIX[kernel]}*__arch_{major}.{minor}*__tvmffi_*"
-    return sorted(d for d in folder.glob(pattern) if d.is_dir() and any(d.glob("*.so")))
+    arch = re.compile(rf"{capability[0]}\.{capability[1]}[a-z]?")  # SGLang's target: 9.0a, 12.0f, 8.9
+    return [folder / k.dir for k in kernels_in(folder)
+            if k.dir.startswith(CACHE_PREFIX[kernel]) and arch.fullmatch(k.arch)]
 
 
 def parse_arch(text: str) -> tuple[int, int]:

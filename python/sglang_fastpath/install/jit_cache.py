@@ -5,17 +5,18 @@ Each ``jit-cache/<build folder>/<module>.so.xz`` of the bundle (manifest.json ``
 before it runs nvcc. A file already there is kept (never overwritten). A kernel built for another GPU
 architecture or tvm-ffi sits under another folder name and is simply never looked up; one that does not
 load makes SGLang log a warning and build it as it would have anyway. So seeding only saves time, and a
-failure to seed is a warning, not a failed install. Standard-library imports only (``install``).
+failure to seed is a warning, not a failed install. Standard-library imports only, as ``install``.
 """
 
 from __future__ import annotations
 
-import hashlib
 import lzma
 import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from sglang_fastpath.digest import sha256_of
 
 JIT_CACHE = "jit-cache"  # the bundle's folder of kernels
 XZ = ".xz"  # each stored xz-compressed: <module>.so.xz
@@ -64,7 +65,7 @@ def _seed_one(src: Path, target: Path, sha256: str) -> bool:
     try:
         with lzma.open(src, "rb") as packed, partial.open("wb") as out:
             shutil.copyfileobj(packed, out)
-        if hashlib.sha256(partial.read_bytes()).hexdigest() != sha256:
+        if sha256_of(partial) != sha256:
             raise OSError(f"decompressed {src.name} does not match its manifest sha256")
         partial.chmod(0o755)
         if target.exists():

@@ -16,7 +16,6 @@ which ``safetensors.safe_open`` reads as its own.
 from __future__ import annotations
 
 import json
-import math
 import os
 import struct
 from dataclasses import dataclass, field
@@ -45,24 +44,12 @@ _DTYPES = {torch.bfloat16: "BF16", torch.float16: "F16", torch.float32: "F32", t
            torch.bool: "BOOL"}
 
 
-@dataclass(frozen=True)
-class Zeros:
-    """A tensor of zeros that is written as a hole."""
-
-    shape: tuple[int, ...]
-    dtype: torch.dtype
-
-    @property
-    def nbytes(self) -> int:
-        return math.prod(self.shape) * torch.empty((), dtype=self.dtype).element_size()
-
-
-def save_tensors(tensors: dict[str, torch.Tensor | Zeros], path: Path) -> None:
-    """One safetensors file, readable by everyone; ``Zeros`` entries are left as holes."""
+def save_tensors(tensors: dict[str, torch.Tensor | TensorSpec], path: Path) -> None:
+    """One safetensors file, readable by everyone; a ``TensorSpec`` entry (a ``zeros`` one) is left as a hole."""
     header: dict[str, dict] = {"__metadata__": {"format": "pt"}}
     offset = 0
     for name, t in tensors.items():
-        nbytes = t.nbytes if isinstance(t, Zeros) else t.numel() * t.element_size()
+        nbytes = t.nbytes if isinstance(t, TensorSpec) else t.numel() * t.element_size()
         header[name] = {"dtype": _DTYPES[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + nbytes]}
         offset += nbytes
     text = json.dumps(header, separators=(",", ":")).encode()
@@ -70,7 +57,7 @@ def save_tensors(tensors: dict[str, torch.Tensor | Zeros], path: Path) -> None:
     with open(path, "wb") as f:
         f.write(struct.pack("<Q", len(text)) + text)
         for t in tensors.values():
-            if isinstance(t, Zeros):
+            if isinstance(t, TensorSpec):
                 f.seek(t.nbytes, os.SEEK_CUR)
             else:
                 f.write(t.contiguous().view(-1).view(torch.uint8).numpy().tobytes())
@@ -86,11 +73,19 @@ def shard_name(index: int, count: int) -> str:
     return f"model-{index:05d}-of-{count:05d}.safetensors"
 
 
+def _made(spec: TensorSpec) -> torch.Tensor:
+    """``spec`` drawn, checked against its declaration and moved to host memory."""
+    tensor = spec.make()
+    if tuple(tensor.shape) != spec.shape or tensor.dtype != spec.dtype:
+        raise ValueError(f"{spec.name}: made {tuple(tensor.shape)} {tensor.dtype}, declared {spec.shape} {spec.dtype}")
+    return tensor.to("cpu").contiguous()
+
+
 class _ShardWriter:
     def __init__(self, folder: Path, max_shard_bytes: int) -> None:
         self.folder = folder
         self.max_shard_bytes = max_shard_bytes
-        self.pending: dict[str, torch.Tensor | Zeros] = {}
+        self.pending: dict[str, torch.Tensor | TensorSpec] = {}  # a spec: its zeros, written as a hole
         self.pending_bytes = 0
         self.temp_files: list[Path] = []
         self.shard_of: dict[str, int] = {}
@@ -99,16 +94,10 @@ class _ShardWriter:
     def add(self, spec: TensorSpec) -> None:
         if spec.name in self.shard_of or spec.name in self.pending:
             raise ValueError(f"tensor {spec.name} is written twice")
-        if spec.zeros:
-            tensor: torch.Tensor | Zeros = Zeros(spec.shape, spec.dtype)
-        else:
-            tensor = spec.make()
-            if tuple(tensor.shape) != spec.shape or tensor.dtype != spec.dtype:
-                raise ValueError(f"{spec.name}: made {tuple(tensor.shape)} {tensor.dtype}, "
-                                 f"declared {spec.shape} {spec.dtype}")
+        entry = spec if spec.zeros else _made(spec)
         if self.pending and self.pending_bytes + spec.nbytes > self.max_shard_bytes:
             self.flush()
-        self.pending[spec.name] = tensor if isinstance(tensor, Zeros) else tensor.to("cpu").contiguous()
+        self.pending[spec.name] = entry
         self.pending_bytes += spec.nbytes
         self.info.tensors += 1
         self.info.params += spec.param_count
