@@ -1,4 +1,4 @@
-# shellcheck shell=bash disable=SC2034  # sourced: B, ALL3, KSET and the functions are for the caller
+# shellcheck shell=bash disable=SC2034  # sourced: B, ALL3, BF16, KSET and the functions are for the caller
 # Sourced by a device call's benchmark script, from the repository root, on the GPU host (after a fresh
 # checkout the git-ignored .devrun/ is gone; this is what every session's .devrun/common.sh held):
 #   source test/gpu/device_bench.sh
@@ -7,7 +7,7 @@
 #   pack NAME
 # It sources device_env.sh (bundle install, offline environment, T0/left/say/M), then defines BB (benchmark output),
 # L (logs), B (benchmark/run.py's e2e command at TP 1, triton, K 4), ALL3 (patches 0024, 0026 and 0027 on, with the
-# cycle stats, for a variant named all3), KSET (server args for the adaptive K set 2/3/4/6/8 of
+# cycle stats, for a variant named all3), BF16 (patch 0030 on as well, added after $ALL3), KSET (server args for the adaptive K set 2/3/4/6/8 of
 # benchmark/configs/adaptive-ks.json), and draw, summ and pack.
 # Habits: write every call's script before the first call, and issue the next one within 30 s of a reply (the host
 # is given back after ~30 s idle: a fresh one redraws its models). For kimi runs build the bundle with
@@ -19,6 +19,7 @@ BB=/tmp/bench; L=/tmp/logs; mkdir -p $BB $L
 B="python3 benchmark/run.py --profile all --kinds e2e --configs tp1 --backends triton --ks 4 --topks 1 --no-plot --out $BB"
 ALL3="--variant-env all3:SGLANG_CUDA_GRAPH_SHARED_CAPTURE_STREAM=1 --variant-env all3:SGLANG_TRITON_SHARED_GRAPH_STATE=1"
 ALL3="$ALL3 --variant-env all3:SGLANG_CUDA_GRAPH_SHARED_AUX_HIDDEN=1 --variant-env all3:SGLANG_SPEC_CYCLE_STATS=1"
+BF16="--variant-env all3:SGLANG_CUDA_GRAPH_BF16_VERIFY_LOGITS=1"  # with $ALL3: patch 0030 on too
 KSET="{\"speculative_adaptive\": true, \"speculative_adaptive_config\": \"$PWD/benchmark/configs/adaptive-ks.json\"}"
 draw() {  # NAME ARGS...: draw a model pair into $M/NAME unless it is there
   local n=$1; shift

@@ -1,0 +1,159 @@
+"""Patch 0030: EAGLE target-verify CUDA graphs keep their logits in the model dtype when asked, on CPU.
+
+Every CUDA-graph runner writes its logits into one shared float32 ``[max_rows, vocab]`` buffer; with the adaptive
+K set the target's is sized for K 8 at the largest bs (512 rows x 128256 x 4 B = 263 MB on dense-8, the largest
+piece left of its graph memory, ``docs/graph-memory-k-set.md`` step E). With ``SGLANG_CUDA_GRAPH_BF16_VERIFY_LOGITS``
+an EAGLE target-verify runner takes that buffer in the model dtype, the lm_head's own, and ``run_eagle_verify``
+hands eager sampling and logprobs a float32 copy. ``GraphSharedOutput``, ``LogitsProcessor._copy_logits_to_buffer``,
+``DecodeCudaGraphRunner._logits_buffer_dtype`` and ``upcast_verify_logits`` run here from the patched 0.5.17 tree
+on CPU tensors; the release has no dtype to ask for, so its checks fail there.
+"""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import torch
+from sglang_trees import SHOWS_THE_BUG, load_defs, source
+from sglang_trees import trees  # noqa: F401 (a fixture)
+
+SHARED = "sglang.srt.model_executor.graph_shared_output"
+LOGITS = "sglang.srt.layers.logits_processor"
+RUNNER = "sglang.srt.model_executor.runner.decode_cuda_graph_runner"
+COMMON = "sglang.srt.speculative.eagle_worker_common"
+PATCHED_0517 = ["patched", pytest.param("pristine", marks=SHOWS_THE_BUG)]
+VOCAB = 64
+
+
+class Switch:
+    def __init__(self, on: bool) -> None:
+        self.on = on
+
+    def get(self) -> bool:
+        return self.on
+
+
+def shared_output(tree: Path, max_rows: int = 8) -> Any:
+    cls = load_defs(source(tree, SHARED), ["GraphSharedOutput"], extra={"Backend": None})["GraphSharedOutput"]
+    return cls(device="cpu", max_rows=max_rows)
+
+
+def copy_fn(tree: Path, softcapping: float | None = None):
+    """``_copy_logits_to_buffer`` of the tree, as a function of (logits, buffer)."""
+    method = load_defs(source(tree, LOGITS), ["LogitsProcessor._copy_logits_to_buffer"])[
+        "LogitsProcessor._copy_logits_to_buffer"]
+    processor = SimpleNamespace(vocab_size=VOCAB, final_logit_softcapping=softcapping)
+    return lambda logits, buffer: method(processor, logits, SimpleNamespace(next_token_logits_buffer=buffer))
+
+
+def logits(rows: int, dtype: torch.dtype, seed: int = 0) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(rows, VOCAB, generator=g) * 8).to(dtype)
+
+
+def storage(t: torch.Tensor) -> int:
+    return t.untyped_storage().data_ptr()
+
+
+@pytest.mark.parametrize("tree_name", PATCHED_0517)
+def test_shared_buffers_are_kept_per_vocab_and_dtype(trees, tree_name: str) -> None:
+    out = shared_output(trees.get(tree_name))
+    assert "dtype" in inspect.signature(out.get_logits_buffer).parameters
+    verify = out.get_logits_buffer(VOCAB, rows=8, dtype=torch.bfloat16)
+    draft = out.get_logits_buffer(VOCAB, rows=4)  # a draft of the same vocabulary keeps float32
+    assert verify.dtype == torch.bfloat16 and draft.dtype == torch.float32
+    assert storage(verify) != storage(draft)
+    assert storage(out.get_logits_buffer(VOCAB, rows=2, dtype=torch.bfloat16)) == storage(verify)
+    assert storage(out.get_logits_buffer(VOCAB, rows=2)) == storage(draft)
+
+
+def test_release_buffers_stay_float32_per_vocab(trees) -> None:
+    out = shared_output(trees.get("patched"))
+    a, b = out.get_logits_buffer(VOCAB, rows=8), out.get_logits_buffer(2 * VOCAB, rows=8)
+    assert a.dtype == b.dtype == torch.float32 and storage(a) != storage(b)
+
+
+@pytest.mark.parametrize("tree_name", PATCHED_0517)
+def test_a_model_dtype_buffer_holds_the_logits_bit_for_bit(trees, tree_name: str) -> None:
+    copy = copy_fn(trees.get(tree_name))
+    buffer = torch.zeros(4, VOCAB, dtype=torch.bfloat16)
+    lm_head_out = logits(4, torch.bfloat16)
+    got = copy(lm_head_out, buffer)
+    assert got.data_ptr() == buffer.data_ptr() and torch.equal(buffer, lm_head_out)
+    # The in-graph greedy accept's argmax: the same over bf16 as over the float32 buffer it replaces.
+    assert torch.equal(got.argmax(-1), lm_head_out.float().argmax(-1))
+
+
+@pytest.mark.parametrize("tree_name", ["patched", "pristine"])
+def test_a_float32_buffer_takes_the_upcast_as_before(trees, tree_name: str) -> None:
+    copy = copy_fn(trees.get(tree_name))
+    buffer = torch.zeros(4, VOCAB)
+    lm_head_out = logits(4, torch.bfloat16)
+    got = copy(lm_head_out, buffer)
+    assert got.data_ptr() == buffer.data_ptr() and torch.equal(got, lm_head_out.float())
+
+
+@pytest.mark.parametrize("softcapping,lm_dtype", [(30.0, torch.bfloat16), (None, torch.float32)],
+                         ids=["softcapped", "float32-lm-head"])
+def test_logits_the_buffer_cannot_hold_exactly_bypass_it(trees, softcapping, lm_dtype) -> None:
+    copy = copy_fn(trees.get("patched"), softcapping)
+    buffer = torch.zeros(4, VOCAB, dtype=torch.bfloat16)
+    lm_head_out = logits(4, lm_dtype)
+    got = copy(lm_head_out, buffer)
+    assert got.dtype == torch.float32 and torch.equal(got, lm_head_out.float())
+    assert not buffer.any()
+
+
+def buffer_dtype(tree: Path, on: bool, mode: str, draft: bool, algorithm: str) -> torch.dtype:
+    forward_mode = SimpleNamespace(TARGET_VERIFY="target_verify")
+    method = load_defs(source(tree, RUNNER), ["DecodeCudaGraphRunner._logits_buffer_dtype"], extra={
+        "envs": SimpleNamespace(SGLANG_CUDA_GRAPH_BF16_VERIFY_LOGITS=Switch(on)), "ForwardMode": forward_mode,
+    })["DecodeCudaGraphRunner._logits_buffer_dtype"]
+    model_runner = SimpleNamespace(is_draft_worker=draft, server_args=SimpleNamespace(speculative_algorithm=algorithm),
+                                   model_config=SimpleNamespace(dtype=torch.bfloat16))
+    return method(SimpleNamespace(capture_forward_mode=mode, model_runner=model_runner))
+
+
+@pytest.mark.parametrize("algorithm", ["EAGLE", "EAGLE3"])
+def test_only_an_eagle_target_verify_runner_asks_for_the_model_dtype(trees, algorithm: str) -> None:
+    tree = trees.get("patched")
+    assert buffer_dtype(tree, True, "target_verify", False, algorithm) == torch.bfloat16
+    assert buffer_dtype(tree, False, "target_verify", False, algorithm) == torch.float32  # switch off
+    assert buffer_dtype(tree, True, "target_verify", True, algorithm) == torch.float32  # the draft's runners
+    assert buffer_dtype(tree, True, "decode", False, algorithm) == torch.float32  # plain decode
+
+
+@pytest.mark.parametrize("algorithm", ["NGRAM", "STANDALONE", "DFLASH"])
+def test_other_speculative_algorithms_keep_float32(trees, algorithm: str) -> None:
+    """Their verify does not go through run_eagle_verify's upcast."""
+    assert buffer_dtype(trees.get("patched"), True, "target_verify", False, algorithm) == torch.float32
+
+
+def test_eager_sampling_gets_an_exact_float32_copy_of_its_own(trees) -> None:
+    upcast = load_defs(source(trees.get("patched"), COMMON), ["upcast_verify_logits"])["upcast_verify_logits"]
+    shared = logits(8, torch.bfloat16)
+    out = SimpleNamespace(next_token_logits=shared[:6])
+    upcast(out)
+    mine = out.next_token_logits
+    assert mine.dtype == torch.float32 and torch.equal(mine, shared[:6].float())
+    mine.add_(1.0)  # penalties and grammar masks edit in place
+    assert torch.equal(shared[:6].float() + 1.0, mine)
+    fp32 = SimpleNamespace(next_token_logits=torch.ones(2, VOCAB))
+    before = fp32.next_token_logits
+    upcast(fp32)  # eager verify's float32 logits: untouched
+    assert fp32.next_token_logits is before
+    upcast(SimpleNamespace(next_token_logits=None))  # an idle batch
+
+
+def test_run_eagle_verify_upcasts_whenever_the_in_graph_accept_did_not_serve_the_batch(trees) -> None:
+    text = source(trees.get("patched"), COMMON).read_text()
+    body = text[text.index("def run_eagle_verify("):]
+    epilogue = body.index("verify_epilogue.read(")
+    call = body.index("upcast_verify_logits(logits_output)")
+    sample = body.index("eagle_sample(")
+    assert epilogue < call < sample
+    assert "if greedy_accept is None or batch.return_logprob:" in body[epilogue:call]
