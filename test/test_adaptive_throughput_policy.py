@@ -13,6 +13,7 @@ pristine release it patches).
 from __future__ import annotations
 
 import json
+import math
 import random
 from collections import Counter
 from pathlib import Path
@@ -239,6 +240,36 @@ def test_expected_drafts_follow_each_positions_measured_rate(asp, tmp_path: Path
     assert slot.expected_drafts(1) == pytest.approx(r0)
     assert slot.expected_drafts(3) == pytest.approx(r0 + r1 + r1)
     assert slot.expected_drafts(7) == pytest.approx(r0 + 6 * r1)
+
+
+def _own_drafts_after(asp: Any, tmp_path: Path, results: list[list[int]]) -> float:
+    """A steps-3 slot's own drafts per cycle after ``results`` (each the accepted drafts of one verify's requests)."""
+    params, _ = _clocked(asp, _config(tmp_path, "throughput", candidates=[3], warmup_batches=1000, settle_batches=0))
+    slot = params._route(1)
+    for accepted in results:
+        slot.update(accepted)
+    return slot.drafts_per_cycle(3)
+
+
+def test_acceptance_fades_per_request_result_not_per_verify(asp, tmp_path: Path) -> None:
+    """Session 21 (dense-8, accept ~1.4, bs 1): one chain's tokens per cycle, each a mean over one request a
+    verify faded by 0.8 a verify, ranged 1.0-1.4 (K 2) and 1.1-2.3 (K 3) from visit to visit, and the K set
+    ran 0.93x of fixed K 4. Faded per request result, 64 verifies of one request weigh what one verify of 64
+    does; 20 verifies of one request still remember the first 10."""
+    by_one = _own_drafts_after(asp, tmp_path, [[3]] * 64 + [[0]] * 64)
+    by_64 = _own_drafts_after(asp, tmp_path, [[3] * 64, [0] * 64])
+    assert by_one == pytest.approx(by_64, abs=0.05)
+    assert by_64 == pytest.approx(3 / (1 + math.exp(0.5)), abs=1e-6)  # the first 64 faded by exp(-64 / 128)
+    assert 1.2 < _own_drafts_after(asp, tmp_path, [[3]] * 10 + [[0]] * 10) < 1.6  # a 0.8-a-verify fade: 0.32
+
+
+def test_the_sample_window_is_a_config_knob(asp, tmp_path: Path) -> None:
+    params, _ = _clocked(asp, _config(tmp_path, "throughput", candidates=[3], warmup_batches=1000, settle_batches=0,
+                                      sample_window=1))
+    slot = params._route(1)
+    slot.update([3] * 8)
+    slot.update([0] * 8)
+    assert slot.drafts_per_cycle(3) == pytest.approx(3 * math.exp(-8) / (1 + math.exp(-8)))
 
 
 def wide_verify(steps: int) -> float:
