@@ -128,11 +128,13 @@ def load_policy(tree: Path) -> types.ModuleType:
     return module
 
 
-def run(trees: list[Path], results: int, seeds: int) -> list[Outcome]:
+def run(trees: list[Path], results: int, seeds: int, knobs: dict[str, Any] | None = None) -> list[Outcome]:
     outcomes = []
     with tempfile.TemporaryDirectory() as tmp:
         cfg_path = str(Path(tmp) / "adaptive.json")
-        Path(cfg_path).write_text(json.dumps({"policy": "throughput", "1": {"candidate_steps": CANDIDATES}}))
+        Path(cfg_path).write_text(
+            json.dumps({"policy": "throughput", "1": {"candidate_steps": CANDIDATES, **(knobs or {})}})
+        )
         for tree in trees:
             asp = load_policy(tree)
             for s in scenarios():
@@ -172,8 +174,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--results", type=int, default=3000, help="verify results per run (default 3000)")
     ap.add_argument("--seeds", type=int, default=3, help="runs per scenario, averaged (default 3)")
     ap.add_argument("--json", type=Path, help="also write every outcome here")
+    ap.add_argument(
+        "--slot-config",
+        type=json.loads,
+        default={},
+        metavar="JSON",
+        help="knobs added to the slot's adaptive config, e.g. '{\"switch_margin\": 0.03}'",
+    )
     args = ap.parse_args(argv)
-    outcomes = run(args.tree, args.results, args.seeds)
+    outcomes = run(args.tree, args.results, args.seeds, args.slot_config)
     print(table(outcomes, args.tree))
     if args.json:
         args.json.write_text(json.dumps([asdict(o) for o in outcomes], indent=1))
