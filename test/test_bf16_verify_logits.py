@@ -71,6 +71,21 @@ def test_shared_buffers_are_kept_per_vocab_and_dtype(trees, tree_name: str) -> N
     assert storage(out.get_logits_buffer(VOCAB, rows=2)) == storage(draft)
 
 
+def test_a_verify_buffer_after_the_prefill_graphs_float32_one_reuses_its_bytes(trees) -> None:
+    """Prefill CUDA graphs (0.5.17's default breakable backend) are captured first and take the float32 buffer;
+    the two already shared one buffer in the release, so the narrower verify buffer views its bytes: nothing
+    added, nothing saved."""
+    out = shared_output(trees.get("patched"), max_rows=8)
+    prefill = out.get_logits_buffer(VOCAB, rows=4)
+    verify = out.get_logits_buffer(VOCAB, rows=8, dtype=torch.bfloat16)
+    assert verify.shape == (8, VOCAB) and verify.dtype == torch.bfloat16
+    assert storage(verify) == storage(prefill) and verify.untyped_storage().nbytes() == 8 * VOCAB * 4
+    assert out.get_logits_buffer(VOCAB, rows=8, dtype=torch.bfloat16).data_ptr() == verify.data_ptr()
+    # The other order (prefill graphs off, verify first): a buffer of its own at half the size.
+    alone = shared_output(trees.get("patched"), max_rows=8).get_logits_buffer(VOCAB, rows=8, dtype=torch.bfloat16)
+    assert alone.untyped_storage().nbytes() == 8 * VOCAB * 2
+
+
 def test_release_buffers_stay_float32_per_vocab(trees) -> None:
     out = shared_output(trees.get("patched"))
     a, b = out.get_logits_buffer(VOCAB, rows=8), out.get_logits_buffer(2 * VOCAB, rows=8)
