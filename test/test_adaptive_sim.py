@@ -24,7 +24,7 @@ def test_a_run_reports_every_scenario_as_a_fraction_of_the_best_fixed_chain(tree
     assert adaptive_sim.main(["--tree", str(trees.get("patched")), "--results", "300", "--seeds", "1",
                               "--json", str(out)]) == 0
     outcomes = json.loads(out.read_text())
-    assert len(outcomes) == len(adaptive_sim.scenarios()) == 16
+    assert len(outcomes) == len(adaptive_sim.scenarios()) == 22
     # a policy cannot beat the best fixed chain by much (one seed's luck), and must not collapse
     assert all(0.5 < o["of_best"] < 1.15 for o in outcomes), outcomes
-    assert capsys.readouterr().out.count("\n| 0.") == 16
+    assert capsys.readouterr().out.count("\n| 0.") == 22

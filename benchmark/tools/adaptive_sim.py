@@ -3,7 +3,8 @@
 Runs ``ThroughputStepSlot`` (``--speculative-adaptive`` with ``"policy": "throughput"``) of one or more SGLang
 trees (``--tree``: a patched checkout such as ``build/sglang``) on a fake clock: each verify's cycle costs
 ``base + per_step * steps`` times lognormal noise (sigma), and each of bs requests accepts drafts in a chain,
-each with probability p given the one before. It prints, per scenario, the slot's throughput as a fraction of the
+each with probability p given the one before (in the last six scenarios p alternates between 0.75 and 0.35
+every 50, 150 or 500 verifies, and the reference runs each phase's best fixed step count). It prints, per scenario, the slot's throughput as a fraction of the
 best fixed step count's expected throughput, and its switches. No GPU, no model: it isolates the policy's
 estimators and decisions from everything a device run mixes in (prefills, phases, the cost of a switch), so it
 says how much the policy itself loses, not what a server does.
@@ -26,7 +27,7 @@ import os
 import sys
 import tempfile
 import types
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -41,14 +42,22 @@ class Scenario:
     bs: int
     per_step_s: float  # GPU time a draft step adds to a cycle (0: host-bound)
     sigma: float  # lognormal noise of a cycle's time
+    period: int = 0  # > 0: the acceptance alternates with accept_b every period verifies
+    accept_b: float = 0.35
+
+    def accept_at(self, result: int) -> float:
+        return self.accept if not self.period or (result // self.period) % 2 == 0 else self.accept_b
+
+    def label(self) -> str:
+        return f"{self.accept}" if not self.period else f"{self.accept}/{self.accept_b} every {self.period}"
 
 
 @dataclass
 class Outcome:
     tree: str
     scenario: Scenario
-    best_steps: int
-    of_best: float  # the slot's tokens per second / the best fixed step count's
+    best_steps: str  # the best fixed step count (per phase where the acceptance changes)
+    of_best: float  # the slot's tokens per second / the best fixed step count's (per phase)
     switches: float  # per run, mean over seeds
 
 
@@ -73,6 +82,19 @@ def best_fixed(s: Scenario) -> tuple[int, float]:
     return max(((k, expected_tokens(s.accept, k) / cycle_s(s, k)) for k in CANDIDATES), key=lambda kv: kv[1])
 
 
+def best_per_phase(s: Scenario, results: int) -> tuple[str, float]:
+    """The best fixed step count of each acceptance phase, and the tokens per second of running each phase's
+    best over ``results`` verifies."""
+    phases = [s] if not s.period else [replace(s, accept=a, period=0) for a in (s.accept, s.accept_b)]
+    best = [best_fixed(p)[0] for p in phases]
+    tokens = seconds = 0.0
+    for i in range(results):
+        phase = 0 if not s.period or (i // s.period) % 2 == 0 else 1
+        tokens += expected_tokens(phases[phase].accept, best[phase])
+        seconds += cycle_s(s, best[phase])
+    return "/".join(map(str, best)), tokens / seconds
+
+
 def serve(asp: Any, cfg_path: str, s: Scenario, results: int, seed: int) -> tuple[float, int]:
     """Tokens per second and switches of one slot over ``results`` verifies."""
     clock = FakeClock()
@@ -80,7 +102,7 @@ def serve(asp: Any, cfg_path: str, s: Scenario, results: int, seed: int) -> tupl
     rng = random.Random(seed)
     tokens, switches, last = 0.0, 0, None
     start = clock.now
-    for _ in range(results):
+    for result in range(results):
         steps = params.get_steps_for_batch(1)
         switches += last is not None and steps != last
         last = steps
@@ -88,7 +110,7 @@ def serve(asp: Any, cfg_path: str, s: Scenario, results: int, seed: int) -> tupl
         accepted = []
         for _ in range(s.bs):
             n = 0
-            while n < steps and rng.random() < s.accept:
+            while n < steps and rng.random() < s.accept_at(result):
                 n += 1
             accepted.append(n)
         tokens += 1 + sum(accepted) / s.bs
@@ -97,7 +119,9 @@ def serve(asp: Any, cfg_path: str, s: Scenario, results: int, seed: int) -> tupl
 
 
 def scenarios() -> list[Scenario]:
-    return [Scenario(*v) for v in itertools.product((0.35, 0.75), (1, 64), (0.0, 0.0003), (0.1, 0.3))]
+    steady = [Scenario(*v) for v in itertools.product((0.35, 0.75), (1, 64), (0.0, 0.0003), (0.1, 0.3))]
+    changing = [Scenario(0.75, bs, 0.0003, 0.1, period) for period in (50, 150, 500) for bs in (1, 64)]
+    return steady + changing
 
 
 class _EnvPolicy:
@@ -138,7 +162,7 @@ def run(trees: list[Path], results: int, seeds: int, knobs: dict[str, Any] | Non
         for tree in trees:
             asp = load_policy(tree)
             for s in scenarios():
-                steps, rate = best_fixed(s)
+                steps, rate = best_per_phase(s, results)
                 runs = [serve(asp, cfg_path, s, results, seed) for seed in range(seeds)]
                 outcomes.append(
                     Outcome(
@@ -158,7 +182,7 @@ def table(outcomes: list[Outcome], trees: list[Path]) -> str:
     for s in scenarios():
         mine = [o for o in outcomes if o.scenario == s]
         cells = " | ".join(f"{o.of_best:.3f}, {o.switches:.0f}" for o in mine)
-        rows.append(f"| {s.accept} | {s.bs} | {s.per_step_s * 1e3:.1f} | {s.sigma} | {mine[0].best_steps} | {cells} |")
+        rows.append(f"| {s.label()} | {s.bs} | {s.per_step_s * 1e3:.1f} | {s.sigma} | {mine[0].best_steps} | {cells} |")
     return "\n".join(rows)
 
 
@@ -179,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
         type=json.loads,
         default={},
         metavar="JSON",
-        help="knobs added to the slot's adaptive config, e.g. '{\"switch_margin\": 0.03}'",
+        help="knobs added to the slot's adaptive config, e.g. '{\"sample_window\": 64}'",
     )
     args = ap.parse_args(argv)
     outcomes = run(args.tree, args.results, args.seeds, args.slot_config)
