@@ -1,12 +1,14 @@
-"""Patch 0030: EAGLE target-verify CUDA graphs keep their logits in the model dtype when asked, on CPU.
+"""Patch 0030: an EAGLE engine's CUDA graphs keep their logits in the model dtype when asked, on CPU.
 
 Every CUDA-graph runner writes its logits into one shared float32 ``[max_rows, vocab]`` buffer; with the adaptive
 K set the target's is sized for K 8 at the largest bs (512 rows x 128256 x 4 B = 263 MB on dense-8, the largest
 piece left of its graph memory, ``docs/graph-memory-k-set.md`` step E). With ``SGLANG_CUDA_GRAPH_BF16_VERIFY_LOGITS``
-an EAGLE target-verify runner takes that buffer in the model dtype, the lm_head's own, and ``run_eagle_verify``
-hands eager sampling and logprobs a float32 copy. ``GraphSharedOutput``, ``LogitsProcessor._copy_logits_to_buffer``,
-``DecodeCudaGraphRunner._logits_buffer_dtype`` and ``upcast_verify_logits`` run here from the patched 0.5.17 tree
-on CPU tensors; the release has no dtype to ask for, so its checks fail there.
+an EAGLE engine's target-verify and prefill runners take that buffer in the model dtype, the lm_head's own;
+``run_eagle_verify`` hands eager sampling and logprobs a float32 copy, and the prefill runner upcasts the rows it
+returns. ``GraphSharedOutput``, ``eagle_logits_dtype``, ``LogitsProcessor._copy_logits_to_buffer``,
+``DecodeCudaGraphRunner._logits_buffer_dtype``, ``PrefillCudaGraphRunner._trim_logits_output`` and
+``upcast_verify_logits`` run here from the patched 0.5.17 tree on CPU tensors; the release has no dtype to ask
+for, so its checks fail there.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from sglang_trees import trees  # noqa: F401 (a fixture)
 SHARED = "sglang.srt.model_executor.graph_shared_output"
 LOGITS = "sglang.srt.layers.logits_processor"
 RUNNER = "sglang.srt.model_executor.runner.decode_cuda_graph_runner"
+PREFILL_RUNNER = "sglang.srt.model_executor.runner.prefill_cuda_graph_runner"
 COMMON = "sglang.srt.speculative.eagle_worker_common"
 PATCHED_0517 = ["patched", pytest.param("pristine", marks=SHOWS_THE_BUG)]
 VOCAB = 64
@@ -42,12 +45,13 @@ def shared_output(tree: Path, max_rows: int = 8) -> Any:
     return cls(device="cpu", max_rows=max_rows)
 
 
-def copy_fn(tree: Path, softcapping: float | None = None):
+def copy_fn(tree: Path, softcapping: float | None = None, input_logprobs: bool = False):
     """``_copy_logits_to_buffer`` of the tree, as a function of (logits, buffer)."""
     method = load_defs(source(tree, LOGITS), ["LogitsProcessor._copy_logits_to_buffer"])[
         "LogitsProcessor._copy_logits_to_buffer"]
     processor = SimpleNamespace(vocab_size=VOCAB, final_logit_softcapping=softcapping)
-    return lambda logits, buffer: method(processor, logits, SimpleNamespace(next_token_logits_buffer=buffer))
+    metadata = lambda buffer: SimpleNamespace(next_token_logits_buffer=buffer, extend_return_logprob=input_logprobs)
+    return lambda logits, buffer: method(processor, logits, metadata(buffer))
 
 
 def logits(rows: int, dtype: torch.dtype, seed: int = 0) -> torch.Tensor:
@@ -112,10 +116,13 @@ def test_a_float32_buffer_takes_the_upcast_as_before(trees, tree_name: str) -> N
     assert got.data_ptr() == buffer.data_ptr() and torch.equal(got, lm_head_out.float())
 
 
-@pytest.mark.parametrize("softcapping,lm_dtype", [(30.0, torch.bfloat16), (None, torch.float32)],
-                         ids=["softcapped", "float32-lm-head"])
-def test_logits_the_buffer_cannot_hold_exactly_bypass_it(trees, softcapping, lm_dtype) -> None:
-    copy = copy_fn(trees.get("patched"), softcapping)
+@pytest.mark.parametrize("softcapping,lm_dtype,input_logprobs",
+                         [(30.0, torch.bfloat16, False), (None, torch.float32, False), (None, torch.bfloat16, True)],
+                         ids=["softcapped", "float32-lm-head", "prefill-input-logprobs"])
+def test_logits_the_buffer_cannot_hold_exactly_bypass_it(trees, softcapping, lm_dtype, input_logprobs) -> None:
+    """Softcapping is applied in place after the copy, and a prefill's input logprobs are computed from the
+    returned logits right here: both must see float32, as in the release."""
+    copy = copy_fn(trees.get("patched"), softcapping, input_logprobs)
     buffer = torch.zeros(4, VOCAB, dtype=torch.bfloat16)
     lm_head_out = logits(4, lm_dtype)
     got = copy(lm_head_out, buffer)
@@ -123,29 +130,76 @@ def test_logits_the_buffer_cannot_hold_exactly_bypass_it(trees, softcapping, lm_
     assert not buffer.any()
 
 
-def buffer_dtype(tree: Path, on: bool, mode: str, draft: bool, algorithm: str) -> torch.dtype:
-    forward_mode = SimpleNamespace(TARGET_VERIFY="target_verify")
+def dtype_rule(tree: Path) -> Any:
+    return load_defs(source(tree, SHARED), ["eagle_logits_dtype"], extra={
+        "envs": SimpleNamespace(SGLANG_CUDA_GRAPH_BF16_VERIFY_LOGITS=Switch(True))})["eagle_logits_dtype"]
+
+
+def model_runner(algorithm: str, draft: bool = False) -> SimpleNamespace:
+    return SimpleNamespace(is_draft_worker=draft, server_args=SimpleNamespace(speculative_algorithm=algorithm),
+                           model_config=SimpleNamespace(dtype=torch.bfloat16))
+
+
+def runner_buffer_dtype(tree: Path, on: bool, mode: str, draft: bool, algorithm: str) -> torch.dtype:
+    rule = load_defs(source(tree, SHARED), ["eagle_logits_dtype"], extra={
+        "envs": SimpleNamespace(SGLANG_CUDA_GRAPH_BF16_VERIFY_LOGITS=Switch(on))})["eagle_logits_dtype"]
     method = load_defs(source(tree, RUNNER), ["DecodeCudaGraphRunner._logits_buffer_dtype"], extra={
-        "envs": SimpleNamespace(SGLANG_CUDA_GRAPH_BF16_VERIFY_LOGITS=Switch(on)), "ForwardMode": forward_mode,
+        "eagle_logits_dtype": rule, "ForwardMode": SimpleNamespace(TARGET_VERIFY="target_verify"),
     })["DecodeCudaGraphRunner._logits_buffer_dtype"]
-    model_runner = SimpleNamespace(is_draft_worker=draft, server_args=SimpleNamespace(speculative_algorithm=algorithm),
-                                   model_config=SimpleNamespace(dtype=torch.bfloat16))
-    return method(SimpleNamespace(capture_forward_mode=mode, model_runner=model_runner))
+    return method(SimpleNamespace(capture_forward_mode=mode, model_runner=model_runner(algorithm, draft)))
 
 
 @pytest.mark.parametrize("algorithm", ["EAGLE", "EAGLE3"])
 def test_only_an_eagle_target_verify_runner_asks_for_the_model_dtype(trees, algorithm: str) -> None:
     tree = trees.get("patched")
-    assert buffer_dtype(tree, True, "target_verify", False, algorithm) == torch.bfloat16
-    assert buffer_dtype(tree, False, "target_verify", False, algorithm) == torch.float32  # switch off
-    assert buffer_dtype(tree, True, "target_verify", True, algorithm) == torch.float32  # the draft's runners
-    assert buffer_dtype(tree, True, "decode", False, algorithm) == torch.float32  # plain decode
+    assert runner_buffer_dtype(tree, True, "target_verify", False, algorithm) == torch.bfloat16
+    assert runner_buffer_dtype(tree, False, "target_verify", False, algorithm) == torch.float32  # switch off
+    assert runner_buffer_dtype(tree, True, "target_verify", True, algorithm) == torch.float32  # a draft's
+    assert runner_buffer_dtype(tree, True, "decode", False, algorithm) == torch.float32  # plain decode
 
 
-@pytest.mark.parametrize("algorithm", ["NGRAM", "STANDALONE", "DFLASH"])
-def test_other_speculative_algorithms_keep_float32(trees, algorithm: str) -> None:
-    """Their verify does not go through run_eagle_verify's upcast."""
-    assert buffer_dtype(trees.get("patched"), True, "target_verify", False, algorithm) == torch.float32
+@pytest.mark.parametrize("algorithm", ["NGRAM", "STANDALONE", "DFLASH", None])
+def test_other_engines_keep_float32(trees, algorithm) -> None:
+    """Their verify does not go through run_eagle_verify's upcast (None: no speculation)."""
+    assert runner_buffer_dtype(trees.get("patched"), True, "target_verify", False, algorithm) == torch.float32
+    assert dtype_rule(trees.get("patched"))(model_runner(algorithm)) == torch.float32
+
+
+def test_prefill_runners_of_an_eagle_engine_share_the_model_dtype_buffer(trees) -> None:
+    tree = trees.get("patched")
+    out = shared_output(tree, max_rows=8)
+    method = load_defs(source(tree, PREFILL_RUNNER), ["PrefillCudaGraphRunner._next_token_logits_buffer"], extra={
+        "eagle_logits_dtype": dtype_rule(tree)})["PrefillCudaGraphRunner._next_token_logits_buffer"]
+    engine = model_runner("EAGLE3")
+    engine.model_config.vocab_size = VOCAB
+    engine.pp_group, engine.graph_shared_output = SimpleNamespace(is_last_rank=True), out
+    runner = SimpleNamespace(model_runner=engine)
+    prefill = method(runner, 2)
+    verify = out.get_logits_buffer(VOCAB, rows=8, dtype=torch.bfloat16)
+    assert prefill.dtype == torch.bfloat16 and storage(prefill) == storage(verify)
+    assert prefill.untyped_storage().nbytes() == 8 * VOCAB * 2
+
+
+@pytest.mark.parametrize("full_backend", [False, True])
+def test_the_prefill_runner_returns_float32_rows_of_its_own(trees, full_backend: bool) -> None:
+    tree = trees.get("patched")
+
+    class Output(SimpleNamespace):
+        pass
+
+    method = load_defs(source(tree, PREFILL_RUNNER), ["PrefillCudaGraphRunner._trim_logits_output"], extra={
+        "LogitsProcessorOutput": Output})["PrefillCudaGraphRunner._trim_logits_output"]
+    runner = SimpleNamespace(model_runner=SimpleNamespace(spec_algorithm=SimpleNamespace(is_speculative=lambda: True)),
+                             raw_bs=2, raw_num_tokens=3, _is_full_backend=full_backend)
+    shared = logits(8, torch.bfloat16)
+    fields = dict(next_token_logits=shared, hidden_states=None, mm_input_embeds=None, input_token_logprobs=None,
+                  input_top_logprobs_val=None, input_top_logprobs_idx=None, input_token_ids_logprobs_val=None,
+                  input_token_ids_logprobs_idx=None)
+    got = method(runner, Output(**fields)).next_token_logits
+    rows = 2 if full_backend else 3
+    assert got.dtype == torch.float32 and torch.equal(got, shared[:rows].float()) and storage(got) != storage(shared)
+    fp32 = torch.ones(8, VOCAB)
+    assert storage(method(runner, Output(**{**fields, "next_token_logits": fp32})).next_token_logits) == storage(fp32)
 
 
 def test_eager_sampling_gets_an_exact_float32_copy_of_its_own(trees) -> None:
