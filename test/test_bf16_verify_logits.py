@@ -135,9 +135,13 @@ def dtype_rule(tree: Path) -> Any:
         "envs": SimpleNamespace(SGLANG_CUDA_GRAPH_BF16_VERIFY_LOGITS=Switch(True))})["eagle_logits_dtype"]
 
 
-def model_runner(algorithm: str, draft: bool = False) -> SimpleNamespace:
-    return SimpleNamespace(is_draft_worker=draft, server_args=SimpleNamespace(speculative_algorithm=algorithm),
-                           model_config=SimpleNamespace(dtype=torch.bfloat16))
+def model_runner(algorithm: str | None, draft: bool = False, fp32_lm_head: bool = False,
+                 softcapping: float | None = None) -> SimpleNamespace:
+    return SimpleNamespace(
+        is_draft_worker=draft,
+        server_args=SimpleNamespace(speculative_algorithm=algorithm, enable_fp32_lm_head=fp32_lm_head),
+        model_config=SimpleNamespace(dtype=torch.bfloat16,
+                                     hf_config=SimpleNamespace(final_logit_softcapping=softcapping)))
 
 
 def runner_buffer_dtype(tree: Path, on: bool, mode: str, draft: bool, algorithm: str) -> torch.dtype:
@@ -163,6 +167,29 @@ def test_other_engines_keep_float32(trees, algorithm) -> None:
     """Their verify does not go through run_eagle_verify's upcast (None: no speculation)."""
     assert runner_buffer_dtype(trees.get("patched"), True, "target_verify", False, algorithm) == torch.float32
     assert dtype_rule(trees.get("patched"))(model_runner(algorithm)) == torch.float32
+
+
+@pytest.mark.parametrize("engine", [model_runner("EAGLE3", fp32_lm_head=True), model_runner("EAGLE", softcapping=30.0)],
+                         ids=["fp32-lm-head", "softcapped"])
+def test_logits_that_would_not_fit_the_buffer_exactly_keep_float32(trees, engine) -> None:
+    """Each graph would otherwise keep a float32 copy of its own in the pool (the copy bypasses the buffer)."""
+    assert dtype_rule(trees.get("patched"))(engine) == torch.float32
+    assert dtype_rule(trees.get("patched"))(model_runner("EAGLE", softcapping=-1.0)) == torch.bfloat16  # off
+
+
+def test_the_draft_extend_shares_the_buffer_and_its_eager_selection_reads_float32(trees) -> None:
+    """A draft with the target's vocabulary (MTP/NEXTN, EAGLE without a reduced vocabulary) shares the buffer:
+    asking for float32 after the target's bf16 one would add a float32 buffer instead of saving one."""
+    tree = trees.get("patched")
+    runner = source(tree, "sglang.srt.speculative.eagle_draft_extend_cuda_graph_runner").read_text()
+    call = runner[runner.index("graph_shared_output.get_logits_buffer("):]
+    assert "dtype=eagle_logits_dtype(self.model_runner)" in call[:call.index(")\n")]
+    worker = source(tree, "sglang.srt.speculative.eagle_worker_v2").read_text()
+    body = worker[worker.index("def _draft_extend_for_decode("):]
+    gather = body.index("draft_logits_output.next_token_logits = draft_logits_output.next_token_logits[")
+    upcast = body.index("draft_logits_output.next_token_logits.float()")
+    sampling = body.index("sample_draft_proposal(")
+    assert gather < upcast < sampling
 
 
 def test_prefill_runners_of_an_eagle_engine_share_the_model_dtype_buffer(trees) -> None:
