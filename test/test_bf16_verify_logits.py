@@ -75,21 +75,6 @@ def test_shared_buffers_are_kept_per_vocab_and_dtype(trees, tree_name: str) -> N
     assert storage(out.get_logits_buffer(VOCAB, rows=2)) == storage(draft)
 
 
-def test_a_verify_buffer_after_the_prefill_graphs_float32_one_reuses_its_bytes(trees) -> None:
-    """Prefill CUDA graphs (0.5.17's default breakable backend) are captured first and take the float32 buffer;
-    the two already shared one buffer in the release, so the narrower verify buffer views its bytes: nothing
-    added, nothing saved."""
-    out = shared_output(trees.get("patched"), max_rows=8)
-    prefill = out.get_logits_buffer(VOCAB, rows=4)
-    verify = out.get_logits_buffer(VOCAB, rows=8, dtype=torch.bfloat16)
-    assert verify.shape == (8, VOCAB) and verify.dtype == torch.bfloat16
-    assert storage(verify) == storage(prefill) and verify.untyped_storage().nbytes() == 8 * VOCAB * 4
-    assert out.get_logits_buffer(VOCAB, rows=8, dtype=torch.bfloat16).data_ptr() == verify.data_ptr()
-    # The other order (prefill graphs off, verify first): a buffer of its own at half the size.
-    alone = shared_output(trees.get("patched"), max_rows=8).get_logits_buffer(VOCAB, rows=8, dtype=torch.bfloat16)
-    assert alone.untyped_storage().nbytes() == 8 * VOCAB * 2
-
-
 def test_release_buffers_stay_float32_per_vocab(trees) -> None:
     out = shared_output(trees.get("patched"))
     a, b = out.get_logits_buffer(VOCAB, rows=8), out.get_logits_buffer(2 * VOCAB, rows=8)
@@ -130,9 +115,9 @@ def test_logits_the_buffer_cannot_hold_exactly_bypass_it(trees, softcapping, lm_
     assert not buffer.any()
 
 
-def dtype_rule(tree: Path) -> Any:
+def dtype_rule(tree: Path, on: bool = True) -> Any:
     return load_defs(source(tree, SHARED), ["eagle_logits_dtype"], extra={
-        "envs": SimpleNamespace(SGLANG_CUDA_GRAPH_BF16_VERIFY_LOGITS=Switch(True))})["eagle_logits_dtype"]
+        "envs": SimpleNamespace(SGLANG_CUDA_GRAPH_BF16_VERIFY_LOGITS=Switch(on))})["eagle_logits_dtype"]
 
 
 def model_runner(algorithm: str | None, draft: bool = False, fp32_lm_head: bool = False,
@@ -145,10 +130,8 @@ def model_runner(algorithm: str | None, draft: bool = False, fp32_lm_head: bool 
 
 
 def runner_buffer_dtype(tree: Path, on: bool, mode: str, draft: bool, algorithm: str) -> torch.dtype:
-    rule = load_defs(source(tree, SHARED), ["eagle_logits_dtype"], extra={
-        "envs": SimpleNamespace(SGLANG_CUDA_GRAPH_BF16_VERIFY_LOGITS=Switch(on))})["eagle_logits_dtype"]
     method = load_defs(source(tree, RUNNER), ["DecodeCudaGraphRunner._logits_buffer_dtype"], extra={
-        "eagle_logits_dtype": rule, "ForwardMode": SimpleNamespace(TARGET_VERIFY="target_verify"),
+        "eagle_logits_dtype": dtype_rule(tree, on), "ForwardMode": SimpleNamespace(TARGET_VERIFY="target_verify"),
     })["DecodeCudaGraphRunner._logits_buffer_dtype"]
     return method(SimpleNamespace(capture_forward_mode=mode, model_runner=model_runner(algorithm, draft)))
 
@@ -187,9 +170,9 @@ def test_the_draft_extend_shares_the_buffer_and_its_eager_selection_reads_float3
     worker = source(tree, "sglang.srt.speculative.eagle_worker_v2").read_text()
     body = worker[worker.index("def _draft_extend_for_decode("):]
     gather = body.index("draft_logits_output.next_token_logits = draft_logits_output.next_token_logits[")
-    upcast = body.index("draft_logits_output.next_token_logits.float()")
+    upcast = body.index("].float()", gather)  # the gathered rows, upcast in the same statement
     sampling = body.index("sample_draft_proposal(")
-    assert gather < upcast < sampling
+    assert gather < upcast < sampling and "\n\n" not in body[gather:upcast]
 
 
 def test_prefill_runners_of_an_eagle_engine_share_the_model_dtype_buffer(trees) -> None:
