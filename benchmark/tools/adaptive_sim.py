@@ -4,8 +4,9 @@ Runs ``ThroughputStepSlot`` (``--speculative-adaptive`` with ``"policy": "throug
 trees (``--tree``: a patched checkout such as ``build/sglang``) on a fake clock: each verify's cycle costs
 ``base + per_step * steps`` times lognormal noise (sigma), and each of bs requests accepts drafts in a chain,
 each with probability p given the one before (in the last six scenarios p alternates between 0.75 and 0.35
-every 50, 150 or 500 verifies, and the reference runs each phase's best fixed step count). It prints, per scenario, the slot's throughput as a fraction of the
-best fixed step count's expected throughput, and its switches. No GPU, no model: it isolates the policy's
+every 50, 150 or 500 verifies, and the reference runs each phase's best fixed step count). It prints, per
+scenario, the slot's throughput as a fraction of the best fixed step count's expected throughput, and its
+switches. No GPU, no model: it isolates the policy's
 estimators and decisions from everything a device run mixes in (prefills, phases, the cost of a switch), so it
 says how much the policy itself loses, not what a server does.
 
@@ -22,8 +23,8 @@ import argparse
 import itertools
 import json
 import math
-import random
 import os
+import random
 import sys
 import tempfile
 import types
@@ -85,14 +86,14 @@ def best_fixed(s: Scenario) -> tuple[int, float]:
 def best_per_phase(s: Scenario, results: int) -> tuple[str, float]:
     """The best fixed step count of each acceptance phase, and the tokens per second of running each phase's
     best over ``results`` verifies."""
-    phases = [s] if not s.period else [replace(s, accept=a, period=0) for a in (s.accept, s.accept_b)]
-    best = [best_fixed(p)[0] for p in phases]
+    accepts = [s.accept] if not s.period else [s.accept, s.accept_b]
+    best = {a: best_fixed(replace(s, accept=a, period=0))[0] for a in accepts}
     tokens = seconds = 0.0
     for i in range(results):
-        phase = 0 if not s.period or (i // s.period) % 2 == 0 else 1
-        tokens += expected_tokens(phases[phase].accept, best[phase])
-        seconds += cycle_s(s, best[phase])
-    return "/".join(map(str, best)), tokens / seconds
+        accept = s.accept_at(i)
+        tokens += expected_tokens(accept, best[accept])
+        seconds += cycle_s(s, best[accept])
+    return "/".join(str(best[a]) for a in accepts), tokens / seconds
 
 
 def serve(asp: Any, cfg_path: str, s: Scenario, results: int, seed: int) -> tuple[float, int]:
