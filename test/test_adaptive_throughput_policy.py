@@ -512,7 +512,21 @@ def test_the_k_set_benchmark_config_explores_issue_12s_draft_lengths_at_every_ba
         assert [s + 1 for s in slot.candidate_steps] == [2, 3, 4, 6, 8] and bs * 8 <= 512
 
 
-@pytest.mark.parametrize("name", ["adaptive-throughput.json", "adaptive-steps0.json", "adaptive-ks.json"])
+def test_the_k_set_with_speculation_off_config_adds_steps_0_to_the_k_set(asp) -> None:
+    """benchmark/configs/adaptive-ks-off.json: the K set above plus steps 0 (speculation turned down), so the
+    throughput policy can choose no drafts where every K loses to plain decode (issue 12, accept ~1.5)."""
+    k_set = asp.AdaptiveSpeculativeParams(initial_steps=3, cfg_path=str(CONFIGS / "adaptive-ks.json"))
+    off = asp.AdaptiveSpeculativeParams(initial_steps=3, cfg_path=str(CONFIGS / "adaptive-ks-off.json"))
+    assert sorted(off._slots) == sorted(k_set._slots)
+    for bs in (1, 8, 32, 64):
+        slot = off._route(bs)
+        assert isinstance(slot, asp.ThroughputStepSlot)
+        assert slot.candidate_steps == [0] + k_set._route(bs).candidate_steps
+
+
+@pytest.mark.parametrize(
+    "name", ["adaptive-throughput.json", "adaptive-steps0.json", "adaptive-ks.json", "adaptive-ks-off.json"]
+)
 def test_every_shipped_config_lets_the_benchmark_start_at_k_4(asp, name: str) -> None:
     """The server refuses to start unless its starting --speculative-num-steps is in the union of the
     config's candidates (``speculative_hook._init_adaptive_speculative_params``); benchmark/run.py starts
