@@ -196,6 +196,24 @@ def test_e2e_options_reach_the_points_and_the_estimate(tmp_path):
     assert "real acceptance" in plan.describe()
 
 
+@pytest.mark.parametrize("k, want", [(None, (3, 1, 4)), ("8", (7, 1, 8)), ("2", (1, 1, 2))])
+def test_e2e_k_sets_the_starting_chain_and_ks_does_not(k, want):
+    """Session 22 passed --ks 8 to start an adaptive e2e run at K 8; --ks sets only the micro points, so the run
+    started at K 4 (the points' default here; a model pair's models.json otherwise). --e2e-k is the e2e knob."""
+    argv = ["--profile", "all", "--kinds", "e2e", "--configs", "tp1", "--bs", "1", "--ks", "6",
+            "--variant", "fork=/s"] + (["--e2e-k", k] if k else [])
+    args = run.parse_args(argv)
+    (job,) = run.make_plan(args, 1, run.parse_variants(args)).jobs
+    assert (job.e2e.steps, job.e2e.topk, job.e2e.draft_tokens) == want
+
+
+def test_e2e_k_below_two_is_refused():
+    args = run.parse_args(["--profile", "all", "--kinds", "e2e", "--configs", "tp1", "--e2e-k", "1",
+                           "--variant", "fork=/s"])
+    with pytest.raises(BenchError, match="--e2e-k 1"):
+        run.make_plan(args, 1, run.parse_variants(args))
+
+
 def test_worker_reads_back_the_typed_spec_a_job_writes():
     plan = build_plan("all", [Variant.parse("fork=/site")], "/models", gpus=2, configs=["tp2-pcie"],
                       backends=["triton"], kinds=["micro", "e2e"], e2e=E2EPoints(bs=(1, 8), pysample_runs=2))

@@ -71,13 +71,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--backends", type=_names, help="only these attention backends: default,triton,flashinfer")
     p.add_argument("--kinds", type=_names, help="only these kinds: micro,e2e")
     p.add_argument("--bs", type=int_list, help="batch sizes, e.g. 1,2,4,8,16,32,64")
-    p.add_argument("--ks", type=int_list, help="draft tokens per request, e.g. 2,3,4,6,8")
+    p.add_argument("--ks", type=int_list, help="micro: draft tokens per request, e.g. 2,3,4,6,8 (e2e: --e2e-k)")
     p.add_argument("--topks", type=int_list, help="EAGLE topk values, e.g. 1,4")
     p.add_argument("--ctx", type=int, help="context tokens per request before a step (1024)")
     p.add_argument("--iters", type=int, help="timed runs per point and round (median reported)")
     p.add_argument("--repeats", type=int, metavar="N",
                    help="rounds per variant of each micro job, alternating A B A B (sweep 3, quick 2, selftest 1)")
     p.add_argument("--e2e-repeats", type=int, metavar="N", help="rounds per variant of each e2e job (1)")
+    p.add_argument("--e2e-k", type=int, metavar="K",
+                   help="e2e: draft tokens per request the spec-on engine starts with, a chain (topk 1, K - 1 draft "
+                        "steps); default: the model pair's models.json")
     p.add_argument("--e2e-runs", type=int, metavar="N",
                    help="e2e: timed generate calls per batch size in each engine, median reported (1)")
     p.add_argument("--prompt-len", type=int, help="e2e: prompt tokens per request (128)")
@@ -138,6 +141,11 @@ def make_plan(args: argparse.Namespace, gpus: int, variants: list[Variant]) -> P
     micro = with_points(micro, bs=args.bs, ks=args.ks, topks=args.topks, ctx=args.ctx, iters=args.iters,
                         eager=args.eager, graph_max_bs=args.cuda_graph_max_bs)
     model_args, speculative = manifest(args.models)
+    if args.e2e_k is not None:
+        if args.e2e_k < 2:
+            raise BenchError(f"--e2e-k {args.e2e_k}: a spec-on engine starts with at least 2 draft tokens")
+        speculative = {**speculative, "speculative_num_steps": args.e2e_k - 1, "speculative_eagle_topk": 1,
+                       "speculative_num_draft_tokens": args.e2e_k}
     e2e = with_points(e2e, bs=args.bs, prompt_len=args.prompt_len, output_len=args.output_len,
                       acc_len=args.acc_len if args.acc_len is not None else default_acc_len(args.models),
                       profile_steps=args.profile_steps, runs=args.e2e_runs,
