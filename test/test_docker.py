@@ -398,6 +398,10 @@ def test_full_install_is_the_fork_and_consistent(image_env: ImageEnv) -> None:
     assert check.returncode == 0, check.stdout
     cli = _in_venv(venv, str(venv / "bin" / "sglang-fastpath"), "--version")
     assert cli.returncode == 0, cli.stderr
+    # the shipped adaptive configs are package data of the tool's wheel, not files of a checkout
+    config = _in_venv(venv, str(venv / "bin" / "sglang-fastpath"), "adaptive-config", "ks")
+    assert config.returncode == 0 and Path(config.stdout.strip()).is_file(), config.stdout + config.stderr
+    assert Path(config.stdout.strip()).resolve().is_relative_to(venv.resolve()), config.stdout
 
 
 @pytest.mark.network
@@ -521,6 +525,12 @@ def test_image_doctor_reports_the_fork_and_its_patches(image: BuiltImage) -> Non
     names = image.patches
     assert f"sglang {FORK}: fastpath on {BASE_VERSION}, {len(names)} patches applied" in proc.stdout, proc.stdout
     assert all(f"  patch {name}" in proc.stdout.splitlines() for name in names), proc.stdout
+
+
+@pytest.mark.network
+def test_image_ships_the_adaptive_configs(image: BuiltImage) -> None:
+    proc = _in_image(image, "sh", "-c", 'test -s "$(sglang-fastpath adaptive-config ks-off)" && echo found')
+    assert proc.returncode == 0 and "found" in proc.stdout, proc.stdout + proc.stderr[-2000:]
 
 
 @pytest.mark.network

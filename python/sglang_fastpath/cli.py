@@ -15,7 +15,8 @@ from sglang_fastpath import __version__
 from sglang_fastpath.errors import FastpathError
 
 # Order = order in --help.
-VERBS = ("source", "export", "check", "pr", "wheel", "lock", "bundle", "install", "doctor", "demo", "models", "warm-jit")
+VERBS = ("source", "export", "check", "pr", "wheel", "lock", "bundle", "install", "doctor", "demo", "models", "warm-jit",
+         "adaptive-config")
 
 
 def build_parser() -> argparse.ArgumentParser:
