@@ -60,23 +60,19 @@ def _after_an_idle_gap(params: Any, clock: Clock, prefill: bool) -> list[float]:
 
 
 @pytest.mark.parametrize("tree_name", PATCHED)
-def test_a_prefill_and_the_idle_wait_before_it_time_no_cycle(trees, tree_name: str, tmp_path: Path,
+@pytest.mark.parametrize("prefill", [True, False], ids=["on_prefill", "without_the_call"])
+def test_a_prefill_and_the_idle_wait_before_it_time_no_cycle(trees, tree_name: str, prefill: bool, tmp_path: Path,
                                                              monkeypatch) -> None:
+    """With the call every sample is a 4-ms cycle; without it (what the test would see unpatched) the idle gap
+    enters the window."""
     monkeypatch.delenv("SGLANG_SPEC_ADAPTIVE_POLICY", raising=False)
     params, clock = _params(trees.get(tree_name), tmp_path)
-    samples = _after_an_idle_gap(params, clock, prefill=True)
-    assert samples == pytest.approx([STEADY_S] * len(samples)) and len(samples) >= 6, samples
-    assert params._route(1).cycle_s[0] == pytest.approx(STEADY_S)
-
-
-@pytest.mark.parametrize("tree_name", PATCHED)
-def test_without_the_call_the_idle_gap_is_timed_as_a_cycle(trees, tree_name: str, tmp_path: Path,
-                                                           monkeypatch) -> None:
-    """What the call prevents (and what the test above would see without it): the gap enters the window."""
-    monkeypatch.delenv("SGLANG_SPEC_ADAPTIVE_POLICY", raising=False)
-    params, clock = _params(trees.get(tree_name), tmp_path)
-    samples = _after_an_idle_gap(params, clock, prefill=False)
-    assert max(samples) == pytest.approx(IDLE_S), samples
+    samples = _after_an_idle_gap(params, clock, prefill=prefill)
+    if prefill:
+        assert samples == pytest.approx([STEADY_S] * len(samples)) and len(samples) >= 6, samples
+        assert params._route(1).cycle_s[0] == pytest.approx(STEADY_S)
+    else:
+        assert max(samples) == pytest.approx(IDLE_S), samples
 
 
 class Controller:
