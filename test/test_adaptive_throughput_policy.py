@@ -431,6 +431,19 @@ def test_a_switch_logs_what_each_candidate_was_measured_at(asp, tmp_path: Path) 
     assert slot.describe() == "steps 0: ? x 1.00 tok, 1: ? x 2.00 tok, 3: 4.00 ms x 3.00 tok"
 
 
+def test_the_switch_line_names_the_slot(asp, tmp_path: Path, monkeypatch) -> None:
+    """Session 22's kimi16 logs interleaved the bs-1 and bs-8 slots' lines with nothing to tell them apart."""
+    lines: list[str] = []
+    monkeypatch.setattr(asp, "log_info_on_rank0", lambda logger, msg: lines.append(msg))
+    params, clock = _clocked(asp, _config(tmp_path, "throughput", candidates=[1, 3], slots=("1", "8"),
+                                          warmup_batches=0, update_interval=1, settle_batches=0))
+    for _ in range(4):
+        clock.now += 0.004
+        params.on_verify_complete([3] * 8, 8)
+    switches = [line for line in lines if line.startswith("Adaptive throughput slot")]
+    assert switches and all(line.startswith("Adaptive throughput slot (bs 8): steps 1:") for line in switches), lines
+
+
 def test_cycle_times_after_a_switch_across_slots_and_over_the_cap_do_not_count(asp, tmp_path: Path) -> None:
     params, clock = _clocked(asp, _config(tmp_path, "throughput", candidates=[1, 3], slots=("1", "8"),
                                           warmup_batches=1000, settle_batches=1, max_cycle_s=0.05))
