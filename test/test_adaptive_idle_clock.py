@@ -1,0 +1,153 @@
+"""Patch 0031 (0023 on 0.5.23): the adaptive throughput policy times no cycle across an idle wait.
+
+The throughput slot (patch 0019) times a cycle as the host wall time between two verify results. When the
+server goes idle between two requests, the first result after the wait also holds the wait; session 22's kimi16
+run (bs 1, accept ~1.4) took one such result, 68.5 ms, as steps 0's cycle time (3.9 ms otherwise) and kept the
+slot off steps 0 for about ten decisions. Once fully idle, the scheduler's ``on_idle`` calls the speculative
+worker's ``on_idle``; the EAGLE worker passes it to its adaptive controller and the policy drops the next
+result's time. A prefill under load must not do the same: a server that prefills between every two cycles would
+then time no cycle at all (a review of the first version, which reset on every prefill launch, found that).
+Runs each patched tree's code on CPU with a fake clock and stand-ins around the scheduler's and the worker's
+methods.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from sglang_trees import PATCHED, TreeImporter, load_defs, source
+from sglang_trees import trees  # noqa: F401 (a fixture)
+
+MODULE = "sglang.srt.speculative.adaptive_spec_params"
+STEADY_S, IDLE_S, PREFILL_S = 0.004, 0.0685, 0.002
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _params(tree: Path, tmp_path: Path) -> tuple[Any, Clock]:
+    """Adaptive params with one throughput slot held at steps 0 (so no decision moves it) on a fake clock."""
+    cfg = tmp_path / "adaptive.json"
+    cfg.write_text(json.dumps({"policy": "throughput", "1": {"candidate_steps": [0], "settle_batches": 0}}))
+    clock = Clock()
+    asp = TreeImporter.module(tree, MODULE)
+    return asp.AdaptiveSpeculativeParams(initial_steps=0, cfg_path=str(cfg), clock=clock), clock
+
+
+def _serve(params: Any, clock: Clock, results: int, gap_s: float = STEADY_S) -> None:
+    for _ in range(results):
+        clock.now += gap_s
+        params.on_verify_complete([0], 1)
+
+
+def _samples(params: Any) -> list[float]:
+    return list(params._route(1)._cycle_samples.get(0, ()))
+
+
+@pytest.mark.parametrize("tree_name", PATCHED)
+@pytest.mark.parametrize("idle", [True, False], ids=["on_idle", "without_the_call"])
+def test_an_idle_wait_times_no_cycle(trees, tree_name: str, idle: bool, tmp_path: Path, monkeypatch) -> None:
+    """Steady cycles, then the request ends, the scheduler idles, the next request arrives; with the call every
+    sample is a 4-ms cycle, without it (what the test would see unpatched) the wait enters the window."""
+    monkeypatch.delenv("SGLANG_SPEC_ADAPTIVE_POLICY", raising=False)
+    params, clock = _params(trees.get(tree_name), tmp_path)
+    _serve(params, clock, 5)
+    if idle:
+        params.on_idle()
+    _serve(params, clock, 1, gap_s=IDLE_S)
+    _serve(params, clock, 2)
+    samples = _samples(params)
+    if idle:
+        assert samples == pytest.approx([STEADY_S] * len(samples)) and len(samples) >= 6, samples
+        assert params._route(1).cycle_s[0] == pytest.approx(STEADY_S)
+    else:
+        assert max(samples) == pytest.approx(IDLE_S), samples
+
+
+@pytest.mark.parametrize("tree_name", PATCHED)
+def test_prefills_under_load_keep_the_samples(trees, tree_name: str, tmp_path: Path, monkeypatch) -> None:
+    """Under load nothing idles: every result is timed, a prefill's share included (here one cycle in three
+    also waits 2 ms for one), and the slot's lower median stays a cycle's time."""
+    monkeypatch.delenv("SGLANG_SPEC_ADAPTIVE_POLICY", raising=False)
+    params, clock = _params(trees.get(tree_name), tmp_path)
+    for _ in range(10):
+        _serve(params, clock, 2)
+        _serve(params, clock, 1, gap_s=STEADY_S + PREFILL_S)
+    assert len(_samples(params)) == 9  # the window is full
+    assert params._route(1).cycle_s[0] == pytest.approx(STEADY_S)
+
+
+class Hook:
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def on_idle(self) -> None:
+        self.calls += 1
+
+
+class Stop(Exception):
+    """Raised by the stand-in scheduler for any attribute the test did not give it."""
+
+
+class FakeScheduler:
+    def __init__(self, fully_idle: bool) -> None:
+        self.draft_worker = Hook()
+        self.fully_idle = fully_idle
+        self.dp_attn_adapter = SimpleNamespace(drop_sync_wait_carry=lambda: None)  # 0.5.23
+        self.metrics_reporter = SimpleNamespace(record_scheduler_idle=lambda: None,  # 0.5.23
+                                                record_scheduler_active=lambda now: None)
+
+    def maybe_send_health_check_signal(self) -> None:
+        pass
+
+    def is_fully_idle(self, for_health_check: bool = False) -> bool:
+        return self.fully_idle
+
+    def __getattr__(self, name: str) -> Any:
+        raise Stop(name)
+
+
+@pytest.mark.parametrize("tree_name", PATCHED)
+@pytest.mark.parametrize("fully_idle", [True, False])
+def test_the_schedulers_idle_housekeeping_reaches_the_worker_once_fully_idle(trees, tree_name: str,
+                                                                             fully_idle: bool) -> None:
+    tree = trees.get(tree_name)
+    on_idle = load_defs(source(tree, "sglang.srt.managers.scheduler"), ["Scheduler.on_idle"],
+                        extra={"time": SimpleNamespace(monotonic=lambda: 0.0, monotonic_ns=lambda: 0,
+                                                       sleep=lambda s: None),
+                               # 0.5.23's names, stood in for so that no sglang import runs
+                               "DisaggregationMode": SimpleNamespace(NULL="null", DECODE="decode"),
+                               "LOAD_STALL_REFRESH_S": 1.0,
+                               "SCHEDULER_STAGE_SANITY_CHECK_CACHE": "sanity", "SCHEDULER_STAGE_IDLE": "idle",
+                               "scheduler_stage_method": lambda *args, **kwargs: (lambda method: method)})["Scheduler.on_idle"]
+    scheduler = FakeScheduler(fully_idle)
+    try:
+        on_idle(scheduler)
+    except Stop:
+        pass  # the rest of the housekeeping, which the stand-in does not provide
+    assert scheduler.draft_worker.calls == (1 if fully_idle else 0)
+
+
+@pytest.mark.parametrize("tree_name", PATCHED)
+def test_the_eagle_worker_and_its_controller_pass_the_call_on(trees, tree_name: str) -> None:
+    tree = trees.get(tree_name)
+    worker_on_idle = load_defs(source(tree, "sglang.srt.speculative.eagle_worker_v2"),
+                               ["EAGLEWorkerV2.on_idle"])["EAGLEWorkerV2.on_idle"]
+    state = TreeImporter.module(tree, "sglang.srt.speculative.adaptive_runtime_state")
+    controller = state.AdaptiveController.__new__(state.AdaptiveController)
+    controller.params = Hook()
+    worker_on_idle(SimpleNamespace(adaptive_controller=controller))
+    assert controller.params.calls == 1
+    worker_on_idle(SimpleNamespace(adaptive_controller=None))  # no adaptive speculation: nothing to tell
+    base = load_defs(source(tree, "sglang.srt.speculative.base_spec_worker"),
+                     ["BaseSpecWorker.on_idle"])["BaseSpecWorker.on_idle"]
+    assert base(SimpleNamespace()) is None  # every other speculative worker: a no-op
