@@ -94,13 +94,17 @@ class Hook:
         self.calls += 1
 
 
+class SpecWorker(Hook):
+    """Stands in for BaseSpecWorker (the scheduler checks the type before it calls the hook)."""
+
+
 class Stop(Exception):
     """Raised by the stand-in scheduler for any attribute the test did not give it."""
 
 
 class FakeScheduler:
-    def __init__(self, fully_idle: bool) -> None:
-        self.draft_worker = Hook()
+    def __init__(self, fully_idle: bool, draft_worker: Any) -> None:
+        self.draft_worker = draft_worker
         self.fully_idle = fully_idle
         self.dp_attn_adapter = SimpleNamespace(drop_sync_wait_carry=lambda: None)  # 0.5.23
         self.metrics_reporter = SimpleNamespace(record_scheduler_idle=lambda: None,  # 0.5.23
@@ -116,25 +120,41 @@ class FakeScheduler:
         raise Stop(name)
 
 
-@pytest.mark.parametrize("tree_name", PATCHED)
-@pytest.mark.parametrize("fully_idle", [True, False])
-def test_the_schedulers_idle_housekeeping_reaches_the_worker_once_fully_idle(trees, tree_name: str,
-                                                                             fully_idle: bool) -> None:
-    tree = trees.get(tree_name)
-    on_idle = load_defs(source(tree, "sglang.srt.managers.scheduler"), ["Scheduler.on_idle"],
-                        extra={"time": SimpleNamespace(monotonic=lambda: 0.0, monotonic_ns=lambda: 0,
-                                                       sleep=lambda s: None),
-                               # 0.5.23's names, stood in for so that no sglang import runs
-                               "DisaggregationMode": SimpleNamespace(NULL="null", DECODE="decode"),
-                               "LOAD_STALL_REFRESH_S": 1.0,
-                               "SCHEDULER_STAGE_SANITY_CHECK_CACHE": "sanity", "SCHEDULER_STAGE_IDLE": "idle",
-                               "scheduler_stage_method": lambda *args, **kwargs: (lambda method: method)})["Scheduler.on_idle"]
-    scheduler = FakeScheduler(fully_idle)
+def _scheduler_on_idle(tree: Path) -> Any:
+    stand_ins = {
+        "time": SimpleNamespace(monotonic=lambda: 0.0, monotonic_ns=lambda: 0, sleep=lambda s: None),
+        "BaseSpecWorker": SpecWorker,
+        # 0.5.23's names, stood in for so that no sglang import runs
+        "DisaggregationMode": SimpleNamespace(NULL="null", DECODE="decode"), "LOAD_STALL_REFRESH_S": 1.0,
+        "SCHEDULER_STAGE_SANITY_CHECK_CACHE": "sanity", "SCHEDULER_STAGE_IDLE": "idle",
+        "scheduler_stage_method": lambda *args, **kwargs: (lambda method: method),
+    }
+    return load_defs(source(tree, "sglang.srt.managers.scheduler"), ["Scheduler.on_idle"],
+                     extra=stand_ins)["Scheduler.on_idle"]
+
+
+def _run_on_idle(on_idle: Any, scheduler: FakeScheduler) -> None:
     try:
         on_idle(scheduler)
     except Stop:
         pass  # the rest of the housekeeping, which the stand-in does not provide
+
+
+@pytest.mark.parametrize("tree_name", PATCHED)
+@pytest.mark.parametrize("fully_idle", [True, False])
+def test_the_schedulers_idle_housekeeping_reaches_the_worker_once_fully_idle(trees, tree_name: str,
+                                                                             fully_idle: bool) -> None:
+    scheduler = FakeScheduler(fully_idle, SpecWorker())
+    _run_on_idle(_scheduler_on_idle(trees.get(tree_name)), scheduler)
     assert scheduler.draft_worker.calls == (1 if fully_idle else 0)
+
+
+@pytest.mark.parametrize("tree_name", PATCHED)
+@pytest.mark.parametrize("draft_worker", [None, SimpleNamespace()], ids=["no_speculation", "platform_worker"])
+def test_a_server_without_a_spec_worker_idles_as_before(trees, tree_name: str, draft_worker: Any) -> None:
+    """No draft worker, or one an out-of-tree platform supplies (0.5.23's get_platform_worker_cls) without the
+    hook: the idle housekeeping must not fail on the call."""
+    _run_on_idle(_scheduler_on_idle(trees.get(tree_name)), FakeScheduler(True, draft_worker))
 
 
 @pytest.mark.parametrize("tree_name", PATCHED)
