@@ -13,7 +13,6 @@ methods.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -21,29 +20,19 @@ from typing import Any
 import pytest
 from sglang_trees import PATCHED, TreeImporter, load_defs, source
 from sglang_trees import trees  # noqa: F401 (a fixture)
+from test_adaptive_throughput_policy import _clocked, _config, asp  # noqa: F401 (asp: a fixture)
 
-MODULE = "sglang.srt.speculative.adaptive_spec_params"
+from benchmark.tools.adaptive_sim import FakeClock
+
 STEADY_S, IDLE_S, PREFILL_S = 0.004, 0.0685, 0.002
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def _params(tree: Path, tmp_path: Path) -> tuple[Any, Clock]:
+def _params(asp: Any, tmp_path: Path) -> tuple[Any, FakeClock]:
     """Adaptive params with one throughput slot held at steps 0 (so no decision moves it) on a fake clock."""
-    cfg = tmp_path / "adaptive.json"
-    cfg.write_text(json.dumps({"policy": "throughput", "1": {"candidate_steps": [0], "settle_batches": 0}}))
-    clock = Clock()
-    asp = TreeImporter.module(tree, MODULE)
-    return asp.AdaptiveSpeculativeParams(initial_steps=0, cfg_path=str(cfg), clock=clock), clock
+    return _clocked(asp, _config(tmp_path, "throughput", candidates=[0], settle_batches=0), initial=0)
 
 
-def _serve(params: Any, clock: Clock, results: int, gap_s: float = STEADY_S) -> None:
+def _serve(params: Any, clock: FakeClock, results: int, gap_s: float = STEADY_S) -> None:
     for _ in range(results):
         clock.now += gap_s
         params.on_verify_complete([0], 1)
@@ -53,13 +42,11 @@ def _samples(params: Any) -> list[float]:
     return list(params._route(1)._cycle_samples.get(0, ()))
 
 
-@pytest.mark.parametrize("tree_name", PATCHED)
 @pytest.mark.parametrize("idle", [True, False], ids=["on_idle", "without_the_call"])
-def test_an_idle_wait_times_no_cycle(trees, tree_name: str, idle: bool, tmp_path: Path, monkeypatch) -> None:
+def test_an_idle_wait_times_no_cycle(asp, idle: bool, tmp_path: Path) -> None:
     """Steady cycles, then the request ends, the scheduler idles, the next request arrives; with the call every
     sample is a 4-ms cycle, without it (what the test would see unpatched) the wait enters the window."""
-    monkeypatch.delenv("SGLANG_SPEC_ADAPTIVE_POLICY", raising=False)
-    params, clock = _params(trees.get(tree_name), tmp_path)
+    params, clock = _params(asp, tmp_path)
     _serve(params, clock, 5)
     if idle:
         params.on_idle()
@@ -73,12 +60,10 @@ def test_an_idle_wait_times_no_cycle(trees, tree_name: str, idle: bool, tmp_path
         assert max(samples) == pytest.approx(IDLE_S), samples
 
 
-@pytest.mark.parametrize("tree_name", PATCHED)
-def test_prefills_under_load_keep_the_samples(trees, tree_name: str, tmp_path: Path, monkeypatch) -> None:
+def test_prefills_under_load_keep_the_samples(asp, tmp_path: Path) -> None:
     """Under load nothing idles: every result is timed, a prefill's share included (here one cycle in three
     also waits 2 ms for one), and the slot's lower median stays a cycle's time."""
-    monkeypatch.delenv("SGLANG_SPEC_ADAPTIVE_POLICY", raising=False)
-    params, clock = _params(trees.get(tree_name), tmp_path)
+    params, clock = _params(asp, tmp_path)
     for _ in range(10):
         _serve(params, clock, 2)
         _serve(params, clock, 1, gap_s=STEADY_S + PREFILL_S)

@@ -23,6 +23,8 @@ import pytest
 from sglang_trees import PATCHED, TreeImporter
 from sglang_trees import trees  # noqa: F401 (a fixture)
 
+from benchmark.tools.adaptive_sim import FakeClock
+
 MODULE = "sglang.srt.speculative.adaptive_spec_params"
 CANDIDATES = [0, 1, 3, 7]
 PRISTINE_TWIN = {"patched": "pristine", "upstream": "upstream_pristine"}
@@ -33,14 +35,6 @@ CONFIGS = Path(__file__).resolve().parents[1] / "benchmark" / "configs"  # the s
 def asp(request, trees, monkeypatch) -> Any:
     monkeypatch.delenv("SGLANG_SPEC_ADAPTIVE_POLICY", raising=False)
     return TreeImporter.module(trees.get(request.param), MODULE)
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def _config(tmp_path: Path, policy: str | None, candidates: list[int] = CANDIDATES, slots: tuple[str, ...] = ("1",),
