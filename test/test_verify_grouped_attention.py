@@ -94,28 +94,7 @@ TILE_CASES = [
          seed=21, tile=(("block_h", 8), ("dv_splits", 2))),
     Case("gqa-dv2-p16", False, 3, (120, 40), 8, 2, 16, max_splits=4, min_split_len=32, seed=22,
          tile=(("dv_splits", 2),)),
-] + [  # the transposed MLA stage 1 (swap_ab): K 1..8, heads per rank 8, 16 and 12 (a partial head block)
-    Case("swap-k1-p16", True, 1, (300,), 8, 1, 16, max_splits=8, min_split_len=64, seed=23, tile=(("swap_ab", 1),)),
-    Case("swap-k2-h16-direct", True, 2, (1, 77), 16, 1, 1, max_splits=1, seed=24, tile=(("swap_ab", 1),)),
-    Case("swap-k3-h12-tree-cap-p16", True, 3, (130, 5), 12, 1, 16, tree=True, logit_cap=30.0, max_splits=4,
-         min_split_len=32, seed=25, tile=(("swap_ab", 1),)),
-    Case("swap-k4-p1", True, 4, (37, 260), 8, 1, 1, max_splits=4, min_split_len=64, seed=26, tile=(("swap_ab", 1),)),
-    Case("swap-k4-h16-empty-splits-p16", True, 4, (64, 65), 16, 1, 16, max_splits=8, min_split_len=16, seed=27,
-         tile=(("swap_ab", 1), ("num_stages", 3))),
-    Case("swap-k5-tree", True, 5, (200,), 8, 1, 1, tree=True, max_splits=2, min_split_len=64, seed=28,
-         tile=(("swap_ab", 1),)),
-    Case("swap-k6-h16-bn32-p16", True, 6, (90, 1), 16, 1, 16, max_splits=4, min_split_len=32, seed=29,
-         tile=(("swap_ab", 1), ("block_n", 32))),
-    Case("swap-k7-h12-default-splits", True, 7, (150, 33, 2), 12, 1, 1, seed=30,
-         tile=(("swap_ab", 1), ("num_warps", 8))),
-    Case("swap-k8-cap-13-splits-p16", True, 8, (290,), 8, 1, 16, logit_cap=30.0, max_splits=32, min_split_len=16,
-         seed=31, tile=(("swap_ab", 1), ("block_n", 32))),
-    Case("swap-k8-bn64-tree-direct", True, 8, (1, 140), 8, 1, 1, tree=True, max_splits=1, seed=32,
-         tile=(("swap_ab", 1),)),
-    Case("swap-rows64-h16-tree", True, 4, (70, 200), 16, 1, 1, tree=True, max_splits=4, min_split_len=32, seed=33,
-         tile=(("swap_ab", 1), ("block_h", 16))),
 ]
-SWAP_CASES = [c for c in TILE_CASES if dict(c.tile).get("swap_ab")]
 
 
 def tree_mask(k: int, g: torch.Generator) -> torch.Tensor:
@@ -218,16 +197,12 @@ def max_rel(a: torch.Tensor, b: torch.Tensor) -> float:
     return float((a - b).abs().max() / b.abs().max())
 
 
-# The stage-1 kernels and the jit helpers they call.
-STAGE1_DEFS = ["_scaled_scores", "_accumulate", "_accumulate_t", "_split_bounds", "_key_tile_scores",
-               "_verify_grouped_stage1", "_verify_grouped_stage1_swap_ab"]
-
-
 def load_kernels(tree: Path) -> tuple:
     strides = load_defs(source(tree, DECODE), ["_extract_kv_strides"])["_extract_kv_strides"]
-    verify = load_defs(source(tree, VERIFY), STAGE1_DEFS + ["_verify_grouped_merge", "_multiprocessor_count",
-                                                            "_programs_target", "verify_grouped_tile",
-                                                            "verify_grouped_plan", "verify_grouped_attention_fwd"],
+    verify = load_defs(source(tree, VERIFY), ["_scaled_scores", "_accumulate", "_key_tile_scores",
+                                              "_verify_grouped_stage1", "_verify_grouped_merge",
+                                              "_multiprocessor_count", "_programs_target", "verify_grouped_tile",
+                                              "verify_grouped_plan", "verify_grouped_attention_fwd"],
                        {"_extract_kv_strides": strides, "MAX_VERIFY_TOKENS": MAX_VERIFY_TOKENS})
     unpack = load_defs(source(tree, SCORE_MOD), ["unpack_aux_tensors"])["unpack_aux_tensors"]
     extend = load_defs(source(tree, EXTEND), ["tanh", "_fwd_kernel", "_get_block_sizes_for_extend_attention",
@@ -386,16 +361,6 @@ def test_cases_cover_the_brief():
     assert min(min(c.prefix) for c in CASES) == 1 and max(max(c.prefix) for c in CASES) >= 290
 
 
-def test_swap_ab_cases_cover_the_brief():
-    """The transposed stage 1: every K, both page sizes, 8/16/12 heads, tree and chain, a logit cap, merged
-    splits and the direct store, a one-token and a 290-token prefix."""
-    assert {c.k for c in SWAP_CASES} == set(range(1, 9)) and all(c.mla for c in SWAP_CASES)
-    assert {c.page for c in SWAP_CASES} == {1, 16} and {c.heads for c in SWAP_CASES} == {8, 12, 16}
-    assert {c.tree for c in SWAP_CASES} == {True, False} and any(c.logit_cap for c in SWAP_CASES)
-    assert any(c.max_splits == 1 for c in SWAP_CASES) and any((c.max_splits or 2) > 8 for c in SWAP_CASES)
-    assert min(min(c.prefix) for c in SWAP_CASES) == 1 and max(max(c.prefix) for c in SWAP_CASES) >= 290
-
-
 def test_reference_is_not_trivial():
     """The reference must tell a tree from a chain and the prefix from nothing, or the checks prove little."""
     case = next(c for c in CASES if c.tree)
@@ -441,10 +406,10 @@ def xcompile_stage1(tree: Path, arch: int, k: int, heads: int, max_shared: int |
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    defs = load_defs(source(tree, VERIFY), STAGE1_DEFS + ["verify_grouped_tile"],
+    defs = load_defs(source(tree, VERIFY), ["_scaled_scores", "_accumulate", "_key_tile_scores",
+                                            "_verify_grouped_stage1", "verify_grouped_tile"],
                      {"_extract_kv_strides": None, "MAX_VERIFY_TOKENS": MAX_VERIFY_TOKENS})
-    cfg = defs["verify_grouped_tile"](576, 512, k, heads, max_shared, **tile)
-    kernel = defs["_verify_grouped_stage1_swap_ab" if cfg["swap_ab"] else "_verify_grouped_stage1"]
+    kernel, cfg = defs["_verify_grouped_stage1"], defs["verify_grouped_tile"](576, 512, k, heads, max_shared, **tile)
     dv_splits, direct = cfg["dv_splits"], max_splits == 1
     out = "*bf16" if direct else "*fp32"
     pointers = {"Q": "*bf16", "K_Extend": "*bf16", "V_Extend": "*bf16", "K_Buffer": "*bf16", "V_Buffer": "*bf16",
@@ -482,18 +447,7 @@ def xcompile_stage1(tree: Path, arch: int, k: int, heads: int, max_shared: int |
     registers, spills = _ptxas_usage(ptx, arch)
     return {"shared": compiled.metadata.shared, "registers": registers, "spill_bytes": spills,
             "mma": "wgmma" if "wgmma" in ptx else "mma.sync" if "mma.sync" in ptx else "none",
-            "mma_shapes": _mma_shapes(ptx), "cp_async": "cp.async" in ptx, "tile": cfg}
-
-
-def _mma_shapes(ptx: str) -> dict[str, int]:
-    """MMA instructions of ``ptx`` by kind and shape, e.g. {"wgmma m64n32k16": 72, "mma.sync m16n8k16": 0}."""
-    import re
-
-    shapes: dict[str, int] = {}
-    for kind, shape in re.findall(r"\b(wgmma\.mma_async|mma\.sync)\.\S*?(m\d+n\d+k\d+)", ptx):
-        name = f"{kind.split('.')[0]} {shape}"
-        shapes[name] = shapes.get(name, 0) + 1
-    return shapes
+            "cp_async": "cp.async" in ptx, "tile": cfg}
 
 
 @pytest.mark.parametrize("arch,k,limit", [(120, 4, SM120_SHARED), (120, 8, SM120_SHARED), (90, 4, SM90_SHARED)],
@@ -505,16 +459,6 @@ def test_default_mla_tile_fits_shared_memory(trees, arch: int, k: int, limit: in
     stats = xcompile_stage1(trees.patched, arch, k, 32, limit)
     assert stats["shared"] <= limit, stats
     assert stats["cp_async"], stats
-
-
-@pytest.mark.parametrize("k,heads", [(4, 8), (4, 16), (8, 8), (1, 8)])
-def test_swap_ab_mla_tile_fits_sm90_with_wgmma(trees, k: int, heads: int):  # noqa: F811
-    """The swap-AB default on sm_90 (K=4 at 8 heads: 184 KB, 255 registers, no spills): both products on wgmma
-    (64 KV tokens as M; 32 would leave k.q^T on mma.sync), within 227 KB, the KV loads pipelined."""
-    stats = xcompile_stage1(trees.patched, 90, k, heads, SM90_SHARED, swap_ab=1)
-    assert stats["shared"] <= SM90_SHARED and stats["cp_async"], stats
-    assert stats["mma_shapes"] and all(shape.startswith("wgmma m64") for shape in stats["mma_shapes"]), stats
-    assert stats["spill_bytes"] <= 16, stats
 
 
 # The defaults at the H200 sweep's points (benchmark/results/20261201-2041-h200-attn-verify-sweep): heads, bs ->
@@ -539,11 +483,9 @@ def test_tile_cases_cover_the_gpu_sweep():
     """Every (heads per program, KV tokens per step, value splits) the GPU sweep runs is checked here."""
     from benchmark.tools.attn_verify_bench import SWEEP_TILES
 
-    def key(tile) -> tuple[int, int, int, int]:
+    def key(tile) -> tuple[int, int, int]:
         tile = dict(tile)
-        if tile.get("swap_ab"):  # its own defaults: block_h from the heads, 64 KV tokens a step
-            return tile.get("block_h", 0), tile.get("block_n", 64), tile.get("dv_splits", 1), 1
-        return tile.get("block_h", 16), tile.get("block_n", 32), tile.get("dv_splits", 1), 0
+        return tile.get("block_h", 16), tile.get("block_n", 32), tile.get("dv_splits", 1)
     covered = {key(c.tile) for c in TILE_CASES if c.mla} | {key(())}
     assert {key(t) for t in SWEEP_TILES} <= covered, {key(t) for t in SWEEP_TILES} - covered
     assert len({c.name for c in CASES + TILE_CASES}) == len(CASES) + len(TILE_CASES)
@@ -603,20 +545,15 @@ def test_gpu_bench_harness_runs_on_cpu(monkeypatch, trees):  # noqa: F811
     bench, kern, args = _bench_on_cpu(monkeypatch, trees.patched)
     points, log = bench.Points(args), []
     records, skipped = bench.run_timing(kern, points, (None, "not on CPU"), args, time.time() + 600, log.append)
-    assert not skipped and len(records) == 8 * 7  # grouped x4, decode x2, extend per point
-    assert {r["variant"] for r in records} == {"grouped", "grouped-replay1", "grouped-p64", "grouped-swapab",
-                                                "decode", "decode-replay1", "extend"}
-    assert all(r["settings"]["swap_ab"] == 1 for r in records if r["variant"] == "grouped-swapab")
+    assert not skipped and len(records) == 8 * 6  # grouped x3, decode x2, extend per point
+    assert {r["variant"] for r in records} == {"grouped", "grouped-replay1", "grouped-p64", "decode",
+                                                "decode-replay1", "extend"}
     assert all(r.get("rel_err", 0) < 1e-2 for r in records), [r for r in records if r.get("rel_err", 0) >= 1e-2]
     sweep = bench.run_sweep(kern, points, args, time.time() + 600, log.append)
     assert not [r for r in sweep if "error" in r], [r for r in sweep if "error" in r][:3]
     stage_a = [r for r in sweep if r["stage"] == "A"]
     assert len(stage_a) == 4 * len(bench.SWEEP_TILES) + 4 * sum(bench.tile_fits(t, 8) for t in bench.SWEEP_TILES)
     assert {r["stage"] for r in sweep} == {"A", "B"}
-    # Stage B runs the split counts of a swap-AB tile at every point, besides the top tiles (fake timers).
-    for point in {(r["heads"], r["bs"], r["ctx"]) for r in stage_a}:
-        tiles = bench.stage_b_tiles(sweep, point)
-        assert any(t["swap_ab"] for t in tiles) and len(tiles) in (3, 4), (point, tiles)
     bs8 = {"k": 4, "lens": [32768] * 8, "heads": 32, "kv_heads": 1, "lk": 576, "lv": 512,
            "key": torch.empty(0, dtype=torch.bfloat16), "q": torch.empty(0)}
     plans = bench.split_plans(kern, bs8, {"block_h": 16, "dv_splits": 4}, 132)  # 64 programs a split: 33..1056

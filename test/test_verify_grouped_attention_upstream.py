@@ -34,7 +34,6 @@ from test_verify_grouped_attention import (
     DECODE,
     MAX_VERIFY_TOKENS,
     SPARE_ROWS,
-    STAGE1_DEFS,
     VERIFY,
     Case,
     FakePool,
@@ -62,9 +61,10 @@ DRAFT_EXTEND_DISPATCH = [("gqa-k7-groups", True, {}, {}, "verify"), ("gqa-k7-gro
 
 def load_verify(tree: Path):
     strides = load_defs(source(tree, DECODE), ["_extract_kv_strides"])["_extract_kv_strides"]
-    verify = load_defs(source(tree, VERIFY), STAGE1_DEFS + ["_verify_grouped_merge", "_multiprocessor_count",
-                                                            "_programs_target", "verify_grouped_tile",
-                                                            "verify_grouped_plan", "verify_grouped_attention_fwd"],
+    verify = load_defs(source(tree, VERIFY), ["_scaled_scores", "_accumulate", "_key_tile_scores",
+                                              "_verify_grouped_stage1", "_verify_grouped_merge",
+                                              "_multiprocessor_count", "_programs_target", "verify_grouped_tile",
+                                              "verify_grouped_plan", "verify_grouped_attention_fwd"],
                        {"_extract_kv_strides": strides, "MAX_VERIFY_TOKENS": MAX_VERIFY_TOKENS})
     assert type(verify["_verify_grouped_stage1"]).__name__ == "InterpretedFunction"
     return verify["verify_grouped_attention_fwd"]

@@ -11,13 +11,11 @@ from the sglang-kernel 0.4.5 wheel). Without it, FlashMLA is skipped with a one-
 
 1. Correctness at Kimi shapes (MLA: 576/512, one latent KV head, 32 or 8 query heads per rank) and
    a GQA shape (head dim 128), bf16, random context lengths, page sizes 1, 16 and 64, chain and tree
-   masks, the default settings, value splits (``dv_splits`` 2 and 4) and the transposed MLA stage 1
-   (``swap_ab`` 1), inside a CUDA graph replayed on
+   masks, the default settings and value splits (``dv_splits`` 2 and 4), inside a CUDA graph replayed on
    other lengths than it was captured with: relative error against a float32 torch reference (limit
    1e-2); SGLang's extend kernel on the same inputs beside.
 2. Timing, MLA, K draft tokens (4), H 32/8 x bs 1/8 x context 1k/8k/32k, page size 1 (slots scattered
-   over the pool): the new kernel with its default settings (``grouped``), its transposed (swap-AB) stage
-   1 with that variant's defaults (``grouped-swapab``: the KV tokens as the MMA's M axis), SGLang 0.5.17's
+   over the pool): the new kernel with its default settings (``grouped``), SGLang 0.5.17's
    ``extend_attention_fwd`` (what verify runs without the patch, ``extend``), its ``decode_attention_fwd``
    with one query per request (``decode``), the new kernel on 64-token pages (``grouped-p64``, the layout
    FlashMLA reads) and FlashMLA (``flashmla``, page 64) where it loads.
@@ -30,11 +28,10 @@ from the sglang-kernel 0.4.5 wheel). Without it, FlashMLA is skipped with a one-
    per request, at 4.8e12 B/s) and the achieved GB/s.
 3. Sweep of the new kernel's settings at the same 12 points (``--sweep-full``): stage A runs every tile
    of ``SWEEP_TILES`` (heads per program, KV tokens per step, warps, stages, value splits) with the
-   default split policy; stage B runs the 3 best tiles of each point, and the best swap-AB tile, at the
-   split counts that give 0.25-8 programs per SM. Each variant is checked against the float reference
-   (<= 1e-2) before it is timed. The kernels are compiled first, in parallel worker processes that share
-   Triton's cache (``--compile-workers``). Without ``--sweep-full``, a small stage A at 4 points;
-   ``--no-sweep``: none.
+   default split policy; stage B runs the 3 best tiles of each point at the split counts that give
+   0.25-8 programs per SM. Each variant is checked against the float reference (<= 1e-2) before it is
+   timed. The kernels are compiled first, in parallel worker processes that share Triton's cache
+   (``--compile-workers``). Without ``--sweep-full``, a small stage A at 4 points; ``--no-sweep``: none.
 
 The new kernel is taken from the patch that creates it (0007 when written), so the run measures the
 committed patch whichever bundle is installed. Writes ``results.json`` (records with mode
@@ -394,12 +391,10 @@ CHECKS = [  # name, lens, k, heads, kv_heads, lk, lv, page, tree
     ("gqa-h32-kv8-k4-p1", [2000, 100, 7000], 4, 32, 8, 128, 128, 1, False),
     ("gqa-h16-kv4-k6-p16-tree", [3000, 31], 6, 16, 4, 128, 128, 16, True),
 ]
-# Value splits and the swap-AB stage 1 on the MLA checks (value splits on the GQA one with a tree too): the
-# sweep's paths other than the default.
+# Value splits on the MLA checks (and the GQA one with a tree): the sweep's paths other than the default.
 CHECK_VARIANTS = [
     ("dv2", {"dv_splits": 2, "num_warps": 4, "block_n": 16}, ("mla-", "gqa-h16")),
     ("dv4", {"dv_splits": 4}, ("mla-",)),
-    ("swapab", {"swap_ab": 1}, ("mla-",)),
 ]
 
 
@@ -584,9 +579,6 @@ def flashmla_calls(flash_mla, x: dict) -> tuple[list[Callable[[], None]], Callab
     return [lambda t=t: call(t) for t in pool["tables"]], lambda: call(pool["tables"][0])
 
 
-SWAP_AB = {"swap_ab": 1}  # the transposed MLA stage 1 with its own defaults (grouped-swapab)
-
-
 def timing_jobs(args) -> list[dict]:
     """The compile jobs of ``run_timing``: the default settings at each head count and batch size (the
     default split policy depends on bs), pages of 1 and 64, and SGLang's decode and extend kernels."""
@@ -596,8 +588,7 @@ def timing_jobs(args) -> list[dict]:
             shape = {"lens": [64] * bs, "k": args.k, "heads": heads, "kv_heads": 1, "lk": MLA_LK, "lv": MLA_LV,
                      "tree": False}
             jobs += [{"kind": "grouped", **shape, "page": 1, "kw": {}}, {"kind": "grouped", **shape, "page": 64,
-                                                                          "kw": {}},
-                     {"kind": "grouped", **shape, "page": 1, "kw": SWAP_AB}]
+                                                                          "kw": {}}]
             jobs += [{"kind": kind, **shape, "page": 1} for kind in ("decode", "extend")]
     return jobs
 
@@ -624,11 +615,6 @@ def run_timing(kern: Kernels, points: Points, flash, args, deadline: float, log)
         err = rel_err(o, x["ref"])
         grouped = graph_time_us(grouped_calls(kern, x, o))
         grouped1 = time_us(kern.grouped(x, o))
-        plan_swap = kern.plan(x, **SWAP_AB)
-        o.fill_(float("nan"))
-        kern.grouped(x, o, **SWAP_AB)()
-        err_swap = rel_err(o, x["ref"])
-        swap = graph_time_us(grouped_calls(kern, x, o, **SWAP_AB))
         decode_call, _ = kern.decode(x)
         decode = graph_time_us([decode_call(idx) for idx in x["rot_indices"]])
         decode1 = time_us(decode_call())
@@ -638,15 +624,12 @@ def run_timing(kern: Kernels, points: Points, flash, args, deadline: float, log)
         grouped_p64 = graph_time_us(grouped_calls(kern, xp, o))
         recs = [point_record("attn_verify", "grouped", x, args.k, ctx, grouped, rel_err=err, settings=plan, **method),
                 point_record("attn_verify", "grouped-replay1", x, args.k, ctx, grouped1, settings=plan, **old),
-                point_record("attn_verify", "grouped-swapab", x, args.k, ctx, swap, rel_err=err_swap,
-                             settings=plan_swap, **method),
                 point_record("attn_verify", "grouped-p64", xp, args.k, ctx, grouped_p64, rel_err=err_p64,
                              settings=plan, **method),
                 point_record("attn_decode", "decode", x, 1, ctx, decode, **method),
                 point_record("attn_decode", "decode-replay1", x, 1, ctx, decode1, **old)]
         line = (f"time h{heads} bs{bs} ctx{ctx}: grouped {grouped[0]:.1f} us (1/graph {grouped1[0]:.1f}, "
-                f"p64 {grouped_p64[0]:.1f}, swapab {swap[0]:.1f} rel_err {err_swap:.1e}), decode {decode[0]:.1f} us "
-                f"(1/graph {decode1[0]:.1f})")
+                f"p64 {grouped_p64[0]:.1f}), decode {decode[0]:.1f} us (1/graph {decode1[0]:.1f})")
         if not args.no_extend:
             ext_calls = [kern.extend(x, torch.empty_like(o), kv_indices=idx) for idx in x["rot_indices"][:4]]
             extend = graph_time_us(ext_calls, min_reps=3)
@@ -692,36 +675,21 @@ SWEEP_TILES = [
     {"block_h": 32, "dv_splits": 4, "block_n": 16, "num_stages": 3},  # 185 / 166 / 0
     {"block_h": 8},  # 32 rows: the sm_120 default, 8 warps: 76 / 255 / 1576
     {"block_h": 8, "dv_splits": 2, "num_warps": 4, "num_stages": 3},  # 76 / 255 / 1584
-    # The transposed stage 1 (swap_ab): KV tokens as wgmma's M, query rows (<= 32 by default) as N. K=4, H=8
-    # (32 rows), sm_90: 64 tokens a step use wgmma for both products, 32 fall back to mma.sync for k.q^T.
-    SWAP_AB,  # 64 tokens, 8 warps, 2 stages: 184 / 255 / 0
-    {**SWAP_AB, "num_stages": 3},  # 185 / 255 / 0
-    {**SWAP_AB, "num_warps": 4},  # 184 / 255 / 960
-    {**SWAP_AB, "block_n": 32},  # 74 / 255 / 1584, mma.sync for k.q^T
-    {**SWAP_AB, "block_n": 32, "num_warps": 4, "num_stages": 3},  # 75 / 255 / 2064
-    {**SWAP_AB, "block_h": 16},  # 64 rows at H >= 16: 224 / 255 / 328
 ]
 QUICK_POINTS = [(32, 1, 8192), (32, 1, 32768), (8, 1, 32768), (32, 8, 8192)]
 STAGE_B_TOP = 3
 PROGRAMS_PER_SM = (0.25, 8.0)  # stage B's split counts: programs per SM in this range
 
 
-TILE_KEYS = ("block_h", "block_n", "num_warps", "num_stages", "dv_splits", "swap_ab")
-
-
 def tile_fits(tile: dict, heads: int) -> bool:
-    """A tile worth timing at ``heads`` query heads: at most 16 heads a program more than the rank has (a
-    swap-AB tile: no more than it has)."""
-    if tile.get("swap_ab"):
-        return tile.get("block_h", 0) <= heads
+    """A tile worth timing at ``heads`` query heads: at most 16 heads a program more than the rank has."""
     return tile.get("block_h", 16) <= max(16, heads)
 
 
 def label(settings: dict) -> str:
     keys = [("block_h", "h"), ("block_n", "n"), ("num_warps", "w"), ("num_stages", "s"), ("dv_splits", "dv"),
             ("max_kv_splits", "S"), ("min_split_len", "L")]
-    text = " ".join(f"{short}{settings[key]}" for key, short in keys if key in settings)
-    return "swapab " + text if settings.get("swap_ab") else text
+    return " ".join(f"{short}{settings[key]}" for key, short in keys if key in settings)
 
 
 def split_plans(kern: Kernels, x: dict, tile: dict, sms: int) -> list[dict]:
@@ -799,22 +767,6 @@ def sweep_jobs(kern: Kernels, points: list[tuple[int, int, int]], args) -> list[
     return jobs
 
 
-def stage_b_tiles(stage_a: list[dict], point: tuple[int, int, int]) -> list[dict]:
-    """The tiles stage B runs at ``point`` (heads, bs, ctx): the STAGE_B_TOP fastest of stage A, and the
-    fastest swap-AB tile when none of them is one (its split counts are new)."""
-    timed = sorted((r for r in stage_a if r.get("stage") == "A" and "value" in r
-                    and (r["heads"], r["bs"], r["ctx"]) == point), key=lambda r: r["value"])
-    tiles = []
-    for r in timed:
-        tile = {key: r["settings"].get(key, 0) for key in TILE_KEYS}
-        if tile not in tiles:
-            tiles.append(tile)
-    chosen = tiles[:STAGE_B_TOP]
-    if not any(t["swap_ab"] for t in chosen):
-        chosen += [t for t in tiles if t["swap_ab"]][:1]
-    return chosen
-
-
 def run_sweep(kern: Kernels, points: Points, args, deadline: float, log) -> list[dict]:
     out = []
     keys = sweep_points(args)
@@ -836,7 +788,15 @@ def run_sweep(kern: Kernels, points: Points, args, deadline: float, log) -> list
         return out
     for heads, bs, ctx in keys:
         x = points.get(heads, bs, ctx)
-        for tile in stage_b_tiles(out, (heads, bs, ctx)):
+        timed = sorted((r for r in out if r.get("stage") == "A" and "value" in r
+                        and (r["heads"], r["bs"], r["ctx"]) == (heads, bs, ctx)), key=lambda r: r["value"])
+        tiles = []
+        for r in timed:
+            tile = {key: r["settings"][key] for key in ("block_h", "block_n", "num_warps", "num_stages",
+                                                         "dv_splits")}
+            if tile not in tiles:
+                tiles.append(tile)
+        for tile in tiles[:STAGE_B_TOP]:
             for kw in split_plans(kern, x, tile, kern.sms):
                 if time.time() > deadline:
                     log(f"sweep stage B: out of time at h{heads} bs{bs} ctx{ctx}")
@@ -927,21 +887,17 @@ def table(records: list[dict]) -> str:
     rows = {}
     for r in records:
         rows.setdefault((r["heads"], r["bs"], r["ctx"]), {})[r["variant"]] = r
-    lines = ["heads bs   ctx | grouped us (GB/s) | 1/graph | p64 us | swapab us (GB/s) | extend us | decode us | "
-             "1/graph | flashmla us | grouped/decode | floor us",
-             "--------------+-------------------+---------+--------+------------------+-----------+-----------+"
-             "---------+-------------+----------------+---------"]
+    lines = ["heads bs   ctx | grouped us (GB/s) | 1/graph | p64 us | extend us | decode us | 1/graph | "
+             "flashmla us | grouped/decode | floor us",
+             "--------------+-------------------+---------+--------+-----------+-----------+---------+"
+             "-------------+----------------+---------"]
 
     def us(v: dict, name: str, width: int) -> str:
         return f"{v[name]['value']:{width}.1f}" if name in v else f"{'-':>{width}}"
-
-    def us_gbps(v: dict, name: str) -> str:
-        return f"{v[name]['value']:7.1f} ({v[name]['gbps']:6.0f})" if name in v else f"{'-':>16}"
     for (heads, bs, ctx), v in sorted(rows.items()):
         g, d = v["grouped"], v["decode"]
         lines.append(f"{heads:5d} {bs:2d} {ctx:5d} | {g['value']:8.1f} ({g['gbps']:6.0f}) | "
-                     f"{us(v, 'grouped-replay1', 7)} | {us(v, 'grouped-p64', 6)} | {us_gbps(v, 'grouped-swapab')} | "
-                     f"{us(v, 'extend', 9)} | "
+                     f"{us(v, 'grouped-replay1', 7)} | {us(v, 'grouped-p64', 6)} | {us(v, 'extend', 9)} | "
                      f"{d['value']:9.1f} | {us(v, 'decode-replay1', 7)} | {us(v, 'flashmla', 11)} | "
                      f"{g['value'] / d['value']:14.2f} | {g['floor_us']:8.2f}")
     return "\n".join(lines)
@@ -955,10 +911,9 @@ def best_per_point(records: list[dict], sweep: list[dict]) -> list[dict]:
         if "value" in r:
             by_point.setdefault((r["heads"], r["bs"], r["ctx"]), []).append(r)
     for (heads, bs, ctx), rs in sorted(by_point.items()):
-        grouped = [r for r in rs if r["variant"] in ("grouped", "grouped-swapab", "grouped-sweep")]
+        grouped = [r for r in rs if r["variant"] in ("grouped", "grouped-sweep")]
         decode = next((r for r in rs if r["variant"] == "decode"), None)
         default = next((r for r in rs if r["variant"] == "grouped"), None)
-        swap = next((r for r in rs if r["variant"] == "grouped-swapab"), None)
         flash = next((r for r in rs if r["variant"] == "flashmla"), None)
         if not grouped:
             continue
@@ -968,7 +923,7 @@ def best_per_point(records: list[dict], sweep: list[dict]) -> list[dict]:
                "label": label(best["settings"]) if best.get("settings") else "default", "us": best["value"],
                "gbps": best["gbps"], "hbm_share": round(best["gbps"] * 1e9 / HBM_BYTES_PER_S, 3),
                "default_us": default["value"] if default else None, "decode_us": decode["value"] if decode else None,
-               "flashmla_us": flash["value"] if flash else None, "swapab_us": swap["value"] if swap else None,
+               "flashmla_us": flash["value"] if flash else None,
                "us_at_target_share": round(nbytes / (TARGET_SHARE * HBM_BYTES_PER_S) * 1e6, 2)}
         rec["ratio_to_decode"] = round(best["value"] / decode["value"], 2) if decode else None
         rec["meets_decode_target"] = bool(decode) and rec["ratio_to_decode"] <= TARGET_DECODE_RATIO
