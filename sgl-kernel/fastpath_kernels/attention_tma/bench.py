@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import time
 import traceback
@@ -32,17 +31,11 @@ from pathlib import Path
 
 import torch
 
+from benchmark.tools.attn_verify_bench import HBM_BYTES_PER_S, ROTATE_BYTES, copies_for, graph_time_us
 from fastpath_kernels.attention_tma import verify_tma as vt
 
-HBM_BYTES_PER_S = 4.8e12  # H200
-ROTATE_BYTES = 200 * 2**20  # the KV copies of one timing graph together (4x the H200's 50 MB L2)
-MAX_CALLS = 256
 DEVICE = "cuda"  # the CPU test of the harness sets "cpu" (with TRITON_INTERPRET=1)
 PAGE = vt.PAGE
-
-
-def copies_for(nbytes: int, min_calls: int) -> int:
-    return max(1, min(MAX_CALLS, max(min_calls, math.ceil(ROTATE_BYTES / max(nbytes, 1)))))
 
 
 def make_point(bs: int, ctx: int, k: int, heads: int, copies: int, seed: int, pool: dict | None = None) -> dict:
@@ -139,42 +132,6 @@ def p0007_calls(fwd: Callable, x: dict, o: torch.Tensor) -> list[Callable[[], No
         return lambda: fwd(x["q"], x["k_ext"], x["v_ext"], o, kb, vb, x["kv_indptr"], idx, x["k"], x["sm_scale"],
                            page_size=PAGE)
     return [call(idx) for idx in x["indices"]]
-
-
-def capture_calls(fns: list[Callable[[], None]]) -> torch.cuda.CUDAGraph:
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for fn in fns:
-            fn()
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for fn in fns:
-            fn()
-    torch.cuda.synchronize()
-    return graph
-
-
-def graph_time_us(fns: list[Callable[[], None]], target_s: float = 0.03, min_reps: int = 5,
-                  max_reps: int = 200) -> tuple[float, float, float]:
-    """Median, p20, p80 per call (us) of one CUDA graph of every call of ``fns`` back to back."""
-    graph = capture_calls(fns)
-    graph.replay()
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    graph.replay()
-    torch.cuda.synchronize()
-    reps = max(min_reps, min(max_reps, int(target_s / max(time.perf_counter() - t0, 1e-6))))
-    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
-    for start, end in events:
-        start.record()
-        graph.replay()
-        end.record()
-    torch.cuda.synchronize()
-    per_call = sorted(s.elapsed_time(e) * 1e3 / len(fns) for s, e in events)
-    del graph
-    return tuple(per_call[min(len(per_call) - 1, int(f * len(per_call)))] for f in (0.5, 0.2, 0.8))
 
 
 def record(variant: str, x: dict, us: tuple[float, float, float], **extra) -> dict:
