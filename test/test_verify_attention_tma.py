@@ -188,7 +188,8 @@ def test_gpu_bench_harness_on_cpu(results: dict):
 
 def test_gpu_default_compiles_to_tma_and_wgmma_for_sm90(monkeypatch):
     """The GPU default tile at Kimi shapes (K=4, H 8 and 32), cross-compiled for sm_90 with the installed Triton:
-    TMA loads, wgmma, 4 KV buffers within the H200's 227 KB, no spills, and the index load not a cp.async."""
+    TMA loads, wgmma, two 64-token KV buffers within the H200's 227 KB, at most 128 B of spills (80-100 B with
+    Triton 3.6-3.9: the tile was the fastest on the H200 all the same), and the index load not a cp.async."""
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     monkeypatch.setenv("TRITON_DEFAULT_FP_FUSION", "1")
     from fastpath_kernels.attention_tma import verify_tma as vt
@@ -199,7 +200,7 @@ def test_gpu_default_compiles_to_tma_and_wgmma_for_sm90(monkeypatch):
     for heads in (8, 32):
         r = compile_stage1(90, 4, heads, 16)
         assert r["tma"] and r["wgmma"] and not r["cp_async"], r
-        assert 4 * 32 * 576 * 2 < r["shared"] <= 232448 and r["spill_bytes"] == 0, r
+        assert 2 * 64 * 576 * 2 < r["shared"] <= 232448 and r["spill_bytes"] <= 128, r
 
 
 if __name__ == "__main__":

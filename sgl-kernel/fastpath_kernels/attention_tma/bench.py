@@ -230,7 +230,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--bs", type=ints, default=[1, 8])
     ap.add_argument("--ctx", type=ints, default=[1024, 8192, 32768])
     ap.add_argument("--k", type=int, default=4)
-    ap.add_argument("--variants", type=lambda s: s.split(","), default=["n32s4", "n16s8", "n64s2"],
+    ap.add_argument("--variants", type=lambda s: s.split(","), default=["n64s2", "n32s4", "n16s8"],
                     help=f"of {sorted(vt.CANDIDATE_TILES)}; the first is recorded as tma-p64")
     ap.add_argument("--tile-override", type=json.loads, default={},
                     help="JSON merged into every variant's tile, e.g. '{\"index_ahead\": 1}'; keys: "

@@ -250,7 +250,9 @@ def _merge(
 
 # ----------------------------------------------------------------------------- host side
 
-DEFAULT_TILE = {"block_m": 64, "block_n": 32, "num_warps": 8, "num_stages": 4, "warp_specialize": False,
+# The default: 64 tokens a step, 2 stages, the fastest tile at 10 of 12 points on an H200 (session 23,
+# benchmark/results/20261203-1539-h200-attn-verify-tma-p64/), though it spills 80 B on the sm_90 cross-compile.
+DEFAULT_TILE = {"block_m": 64, "block_n": 64, "num_warps": 8, "num_stages": 2, "warp_specialize": False,
                 "index_ahead": 3}
 # Shared memory on sm_90 (Triton 3.6 cross-compile, see README): q (block_m x 576 bf16) + num_stages
 # KV tiles (block_n x 576 bf16) must stay under 227 KB.
