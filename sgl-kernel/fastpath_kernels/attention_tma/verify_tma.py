@@ -351,6 +351,8 @@ def verify_attention_tma_fwd(
     assert bs * num_tokens == total_tokens
     assert k_extend.stride(-1) == 1 and v_extend.stride(-1) == 1 and q.stride(-1) == 1 and o.stride(-1) == 1
     p = plan(num_tokens, bs, num_heads, q.device, max_kv_splits, min_split_len, **tile)
+    # INDEX_AHEAD 3 reads the next tile's slot with a 64-bit load: SGLang's kv_indices are int64.
+    assert p["index_ahead"] != 3 or kv_indices.dtype == torch.int64, kv_indices.dtype
     kv2d = kv_rows(kv_buffer)
     if descriptors is None:
         descriptors = make_descriptors(kv2d, p["block_n"])
