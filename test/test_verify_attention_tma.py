@@ -8,7 +8,7 @@ GPU default uses, cannot run in the interpreter). The full tiles go through the 
 (``desc.load``: the interpreter runs them; a case with descriptors over a zero buffer shows they are the path
 used) or, in one case, the pointer-load fallback. The unused rows of partial pages, a spare page and every
 ``torch.empty`` are NaN-poisoned. Also: the GPU bench's harness on CPU (fake timer, tiny sizes), and the GPU
-default tile cross-compiled for sm_90 with the installed Triton (TMA, wgmma, fits, no spills).
+default tile cross-compiled for sm_90 with the installed Triton (TMA, wgmma, fits, at most 128 B of spills).
 """
 
 from __future__ import annotations

@@ -250,7 +250,7 @@ def _merge(
 
 # ----------------------------------------------------------------------------- host side
 
-# The default: 64 tokens a step, 2 stages, the fastest tile at 10 of 12 points on an H200 (session 23,
+# The default: 64 tokens a step, 2 stages, the fastest tile at 9 of 12 points on an H200 (session 23,
 # benchmark/results/20261203-1539-h200-attn-verify-tma-p64/), though it spills 80 B on the sm_90 cross-compile.
 DEFAULT_TILE = {"block_m": 64, "block_n": 64, "num_warps": 8, "num_stages": 2, "warp_specialize": False,
                 "index_ahead": 3}
@@ -331,6 +331,7 @@ def verify_attention_tma_fwd(
     max_kv_splits: int | None = None,
     min_split_len: int | None = None,
     use_tma: bool = True,
+    page_size: int = PAGE,
     descriptors=None,
     scratch: tuple[torch.Tensor, torch.Tensor] | None = None,
     **tile,
@@ -351,6 +352,9 @@ def verify_attention_tma_fwd(
     assert bs * num_tokens == total_tokens
     assert k_extend.stride(-1) == 1 and v_extend.stride(-1) == 1 and q.stride(-1) == 1 and o.stride(-1) == 1
     p = plan(num_tokens, bs, num_heads, q.device, max_kv_splits, min_split_len, **tile)
+    # A tile is BLOCK_N consecutive rows of one page; the cache must be in q's dtype (no fp8 widening here).
+    assert page_size % p["block_n"] == 0, (page_size, p["block_n"])
+    assert kv_buffer.dtype == q.dtype, (kv_buffer.dtype, q.dtype)
     # INDEX_AHEAD 3 reads the next tile's slot with a 64-bit load: SGLang's kv_indices are int64.
     assert p["index_ahead"] != 3 or kv_indices.dtype == torch.int64, kv_indices.dtype
     kv2d = kv_rows(kv_buffer)
@@ -367,6 +371,8 @@ def verify_attention_tma_fwd(
                        torch.empty((total_tokens, num_heads, p["max_kv_splits"]), dtype=torch.float32,
                                    device=q.device))
         partial, lse = scratch
+        assert partial.shape == (total_tokens, num_heads, p["max_kv_splits"], LV) and partial.stride(-1) == 1
+        assert lse.shape == (total_tokens, num_heads, p["max_kv_splits"]) and lse.stride(-1) == 1
         s_ot, s_oh, s_os = partial.stride()[:3]
         s_lt, s_lh = lse.stride(0), lse.stride(1)
     use_mask = custom_mask is not None
