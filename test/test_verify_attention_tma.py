@@ -203,5 +203,55 @@ def test_gpu_default_compiles_to_tma_and_wgmma_for_sm90(monkeypatch):
         assert 2 * 64 * 576 * 2 < r["shared"] <= 232448 and r["spill_bytes"] <= 128, r
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", [c[0] for c in CASES])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_compiled_on_gpu_matches_float64_reference(name: str, dtype: str):
+    """The interpreter cases compiled on a GPU, with the GPU's row-index load (INDEX_AHEAD 3, inline asm: never
+    interpreted) unless a case sets its own, in fp16 and bf16; then the same inputs with the default tile and split
+    rule, eagerly and captured in a CUDA graph (host-built TMA descriptors by value) and replayed."""
+    import torch
+
+    from fastpath_kernels.attention_tma import verify_tma as vt
+
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU")
+    i = [c[0] for c in CASES].index(name)
+    _, lens, k, heads, splits, msl, tile, use_tma, tree = CASES[i]
+    dt = getattr(torch, dtype)
+    x = {key: (v.to(dt) if isinstance(v, torch.Tensor) and v.is_floating_point() else v)
+         for key, v in _problem(torch, lens, k, heads, tree, seed=i).items()}
+    ref = _reference(torch, x, lens, k, 576 ** -0.5)  # from the rounded inputs the GPU gets
+    dev = {key: v.to("cuda") for key, v in x.items() if isinstance(v, torch.Tensor)}
+    extra = {"custom_mask": dev["custom_mask"], "mask_indptr": dev["mask_indptr"]} if tree else {}
+
+    def call(o: torch.Tensor, **tile_kw) -> dict:
+        return vt.verify_attention_tma_fwd(dev["q"], dev["k_ext"], dev["k_ext"][..., :512], o, dev["kv"],
+                                           dev["kv_indptr"], dev["kv_indices"], k, 576 ** -0.5, use_tma=use_tma,
+                                           **extra, **tile_kw)
+
+    def check(o: torch.Tensor, what: str) -> None:
+        out = o.double().cpu()
+        assert not out.isnan().any(), f"{name} {dtype} {what}: NaN in the output"
+        rel = float((out - ref).abs().max() / ref.abs().max())
+        assert rel < (1e-2 if dtype == "bfloat16" else 4e-3), f"{name} {dtype} {what}: rel. err. {rel}"
+
+    o = torch.full((len(lens) * k, heads, 512), float("nan"), device="cuda", dtype=dt)
+    call(o, max_kv_splits=splits, min_split_len=msl, **tile)
+    check(o, "case tile")
+    o.fill_(float("nan"))
+    call(o)  # the default tile and split rule
+    check(o, "default tile")
+    o.fill_(float("nan"))
+    call(o)  # warm, then capture
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        call(o)
+    o.fill_(float("nan"))
+    graph.replay()
+    torch.cuda.synchronize()
+    check(o, "graph replay")
+
+
 if __name__ == "__main__":
     print(json.dumps(_child()))
