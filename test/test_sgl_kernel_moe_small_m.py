@@ -184,7 +184,7 @@ def test_default_configs_compile_for_sm120_without_spills(tp: int, monkeypatch):
     monkeypatch.setenv("TRITON_DEFAULT_FP_FUSION", "1")
     import triton
     from fastpath_kernels.moe import w4a16_small_m as k
-    from moe_tuning.xcompile import _ptxas_usage
+    from fastpath_kernels.ptxas import ptxas_usage
     from triton.backends.compiler import GPUTarget
 
     if type(k._gate_up).__name__ != "JITFunction":
@@ -212,7 +212,7 @@ def test_default_configs_compile_for_sm120_without_spills(tp: int, monkeypatch):
                 continue
             compiled = triton.compile(_signature(kernel, pointers, ints, consts), target=GPUTarget("cuda", 120, 32),
                                       options={"num_warps": warps})
-            registers, spills = _ptxas_usage(compiled.asm["ptx"], 120)
+            registers, spills = ptxas_usage(compiled.asm["ptx"], 120)
             seen[key] = (registers, spills, compiled.metadata.shared)
             assert spills == 0, f"{key}: {spills} B of spills on sm_120 ({registers} registers)"
             assert compiled.metadata.shared <= 101376, f"{key}: {compiled.metadata.shared} B of shared memory"

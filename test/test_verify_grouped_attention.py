@@ -26,6 +26,7 @@ import torch
 
 from benchmark.tools.attn_verify_bench import KERNEL_FILE, file_from_patch, patch_creating
 from fastpath_fixtures import script_env
+from fastpath_kernels.ptxas import ptxas_usage
 from sglang_fastpath.paths import patches_dir
 from sglang_trees import load_defs, source, trees  # noqa: F401 (trees: a module-scoped fixture)
 
@@ -380,22 +381,6 @@ def test_gpu_bench_runs_the_kernel_the_patch_creates(trees):  # noqa: F811
 SM120_SHARED, SM90_SHARED = 101376, 232448  # opt-in shared memory per block (RTX PRO 6000, H200)
 
 
-def _ptxas_usage(ptx: str, arch: int) -> tuple[int, int]:
-    """(registers, spill bytes: stores + loads) from ``ptxas -v`` on Triton's PTX, with Triton's own ptxas."""
-    import re
-    import tempfile
-
-    from triton.backends.nvidia.compiler import get_ptxas, sm_arch_from_capability
-
-    with tempfile.TemporaryDirectory() as tmp:
-        src = Path(tmp) / "k.ptx"
-        src.write_text(ptx)
-        log = subprocess.run([get_ptxas(arch).path, "-v", f"--gpu-name={sm_arch_from_capability(arch)}", str(src),
-                              "-o", str(Path(tmp) / "k.cubin")], check=True, capture_output=True, text=True).stderr
-    regs = re.search(r"Used (\d+) registers", log)
-    return (int(regs[1]) if regs else 0), sum(int(x) for x in re.findall(r"(\d+) bytes spill (?:stores|loads)", log))
-
-
 def xcompile_stage1(tree: Path, arch: int, k: int, heads: int, max_shared: int | None, max_splits: int = 32,
                     min_split_len: int = 256, **tile) -> dict:
     """The MLA stage-1 kernel (Kimi shapes: 576/512, one latent KV head, bf16, page 1, chain mask) compiled for
@@ -444,7 +429,7 @@ def xcompile_stage1(tree: Path, arch: int, k: int, heads: int, max_shared: int |
                               target=GPUTarget("cuda", arch, 32),
                               options={"num_warps": cfg["num_warps"], "num_stages": cfg["num_stages"]})
     ptx = compiled.asm["ptx"]
-    registers, spills = _ptxas_usage(ptx, arch)
+    registers, spills = ptxas_usage(ptx, arch)
     return {"shared": compiled.metadata.shared, "registers": registers, "spill_bytes": spills,
             "mma": "wgmma" if "wgmma" in ptx else "mma.sync" if "mma.sync" in ptx else "none",
             "cp_async": "cp.async" in ptx, "tile": cfg}

@@ -10,13 +10,10 @@ strides divisible by 16 marked so, N and K as constants. The caller passes the k
 
 from __future__ import annotations
 
-import re
-import subprocess
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+from fastpath_kernels.ptxas import ptxas_usage
 from moe_tuning.search_space import KernelConfig
 from moe_tuning.shapes import Device, Gemm
 
@@ -78,21 +75,6 @@ def _source(kernel: Any, gemm: Gemm, cfg: KernelConfig, top_k: int) -> Any:
     return ASTSource(kernel, {name: signature[name] for name in names}, constexprs=constexprs, attrs=attrs)
 
 
-def _ptxas_usage(ptx: str, arch: int) -> tuple[int, int]:
-    """(registers, spill bytes) from ``ptxas -v`` on Triton's PTX, with Triton's bundled ptxas."""
-    from triton.backends.nvidia.compiler import get_ptxas, sm_arch_from_capability
-
-    with tempfile.TemporaryDirectory() as tmp:
-        src = Path(tmp) / "k.ptx"
-        src.write_text(ptx)
-        log = subprocess.run([get_ptxas(arch).path, "-v", f"--gpu-name={sm_arch_from_capability(arch)}",
-                              str(src), "-o", str(Path(tmp) / "k.cubin")],
-                             check=True, capture_output=True, text=True).stderr
-    regs = re.search(r"Used (\d+) registers", log)
-    spills = [int(x) for x in re.findall(r"(\d+) bytes spill (?:stores|loads)", log)]
-    return (int(regs[1]) if regs else 0), sum(spills)
-
-
 def compile_stats(kernel: Any, gemm: Gemm, cfg: KernelConfig, arch: int, top_k: int = 8) -> CompileStats:
     """Compile ``kernel`` for ``sm_<arch>`` at ``gemm``'s shape with ``cfg``; no GPU needed."""
     import triton
@@ -102,7 +84,7 @@ def compile_stats(kernel: Any, gemm: Gemm, cfg: KernelConfig, arch: int, top_k: 
                               options={"num_warps": cfg.num_warps, "num_stages": cfg.num_stages})
     ptx = compiled.asm["ptx"]
     mma = "wgmma" if "wgmma" in ptx else ("mma.sync" if "mma.sync" in ptx else "none")
-    registers, spill_bytes = _ptxas_usage(ptx, arch)
+    registers, spill_bytes = ptxas_usage(ptx, arch)
     return CompileStats(arch, compiled.metadata.shared, registers, spill_bytes, mma)
 
 

@@ -15,11 +15,8 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import subprocess
 import sys
-import tempfile
 import types
-from pathlib import Path
 
 try:
     import torch  # noqa: F401
@@ -29,21 +26,7 @@ except ImportError:  # a bare triton venv: the kernel module needs torch only at
 import triton  # noqa: E402
 
 from fastpath_kernels.attention_tma import verify_tma as vt  # noqa: E402
-
-
-def ptxas_usage(ptx: str, arch: int) -> tuple[int, int, str]:
-    """(registers, spill bytes: stores + loads, the log) from ``ptxas -v`` on Triton's PTX."""
-    from triton.backends.nvidia.compiler import get_ptxas, sm_arch_from_capability
-
-    ptxas = get_ptxas(arch) if "arch" in get_ptxas.__code__.co_varnames else get_ptxas()
-    with tempfile.TemporaryDirectory() as tmp:
-        src = Path(tmp) / "k.ptx"
-        src.write_text(ptx)
-        log = subprocess.run([ptxas.path, "-v", f"--gpu-name={sm_arch_from_capability(arch)}", str(src),
-                              "-o", str(Path(tmp) / "k.cubin")], check=True, capture_output=True, text=True).stderr
-    regs = re.search(r"Used (\d+) registers", log)
-    spills = sum(int(x) for x in re.findall(r"(\d+) bytes spill (?:stores|loads)", log))
-    return (int(regs[1]) if regs else 0), spills, log
+from fastpath_kernels.ptxas import ptxas_usage  # noqa: E402
 
 
 def compile_stage1(arch: int = 90, k: int = 4, heads: int = 8, max_splits: int = 16, use_tma: bool = True,
@@ -89,7 +72,7 @@ def compile_stage1(arch: int = 90, k: int = 4, heads: int = 8, max_splits: int =
     compiled = triton.compile(ASTSource(kernel, signature, constexprs=constexprs, attrs=attrs),
                               target=GPUTarget("cuda", arch, 32), options={"num_warps": cfg["num_warps"]})
     ptx = compiled.asm["ptx"]
-    registers, spills, _ = ptxas_usage(ptx, arch)
+    registers, spills = ptxas_usage(ptx, arch)
     ttgir = compiled.asm.get("ttgir", "")
     warps = re.search(r'"ttg.num-warps" = (\d+)', ttgir)
     total_warps = re.search(r'"ttg.total-num-warps" = (\d+)', ttgir)
