@@ -62,6 +62,19 @@ def _online_step(acc0, acc1, row_sum, row_max, qk, v0, v1):
 
 
 @triton.jit
+def _masked_tile_scores(Base, rows, ok, offs_h, offs_pe, q0, q1, qpe, DHALF: tl.constexpr):
+    """Scores q . k^T of the key rows at ``Base + rows`` (rows where ``ok`` is false read as 0), by pointer
+    loads; also the two latent halves, which are the values. The prefix's partial tile and the draft tokens."""
+    k0 = tl.load(Base + rows[:, None] + offs_h[None, :], mask=ok[:, None], other=0.0)
+    k1 = tl.load(Base + rows[:, None] + DHALF + offs_h[None, :], mask=ok[:, None], other=0.0)
+    kpe = tl.load(Base + rows[:, None] + offs_pe[None, :], mask=ok[:, None], other=0.0)
+    qk = tl.dot(q0, tl.trans(k0))
+    qk = tl.dot(q1, tl.trans(k1), qk)
+    qk = tl.dot(qpe, tl.trans(kpe), qk)
+    return qk, k0, k1
+
+
+@triton.jit
 def _stage1(
     Q, K_Ext, V_Ext, KV,
     desc_lat, desc_pe,
@@ -164,12 +177,7 @@ def _stage1(
         row = tl.load(kv_indices + kv_start + full_end).to(tl.int64)
         n_ok = full_end + offs_n < split_end
         rows = (row + offs_n) * stride_kv
-        k0 = tl.load(KV + rows[:, None] + offs_h[None, :], mask=n_ok[:, None], other=0.0)
-        k1 = tl.load(KV + rows[:, None] + DHALF + offs_h[None, :], mask=n_ok[:, None], other=0.0)
-        kpe = tl.load(KV + rows[:, None] + offs_pe[None, :], mask=n_ok[:, None], other=0.0)
-        qk = tl.dot(q0, tl.trans(k0))
-        qk = tl.dot(q1, tl.trans(k1), qk)
-        qk = tl.dot(qpe, tl.trans(kpe), qk)
+        qk, k0, k1 = _masked_tile_scores(KV, rows, n_ok, offs_h, offs_pe, q0, q1, qpe, DHALF)
         qk = tl.where(n_ok[None, :], qk * qk_scale, float("-inf"))
         acc0, acc1, row_sum, row_max = _online_step(acc0, acc1, row_sum, row_max, qk, k0, k1)
 
@@ -178,12 +186,7 @@ def _stage1(
         offs_t = tl.arange(0, BLOCK_T)
         t_ok = offs_t < NUM_TOKENS
         ke = (cur_req * NUM_TOKENS + offs_t) * stride_ket
-        k0 = tl.load(K_Ext + ke[:, None] + offs_h[None, :], mask=t_ok[:, None], other=0.0)
-        k1 = tl.load(K_Ext + ke[:, None] + DHALF + offs_h[None, :], mask=t_ok[:, None], other=0.0)
-        kpe = tl.load(K_Ext + ke[:, None] + offs_pe[None, :], mask=t_ok[:, None], other=0.0)
-        qk = tl.dot(q0, tl.trans(k0))
-        qk = tl.dot(q1, tl.trans(k1), qk)
-        qk = tl.dot(qpe, tl.trans(kpe), qk)
+        qk, _, _ = _masked_tile_scores(K_Ext, ke, t_ok, offs_h, offs_pe, q0, q1, qpe, DHALF)
         if USE_CUSTOM_MASK:
             # Row-major [K, kv_len + K] per request; the draft columns follow the prefix.
             mask_start = tl.load(mask_indptr + cur_req)
