@@ -1,26 +1,38 @@
-"""sgl-kernel's page-64 TMA verify attention (``fastpath_kernels.attention_tma``, issue 18 prototype) on CPU.
+"""Patch 0032's MLA verify attention with TMA tiles (``sglang.kernels.ops.attention.verify_mla_tma``) on CPU.
 
-The kernels run in a child process started with ``TRITON_INTERPRET=1`` (Triton decides interpreted or compiled at
-its first import), fp16, against a float64 reference: K 1..8, H 8 and 16, bs 1-3, prefixes of one page, several
-pages, a partial last page and shorter than one tile, split counts 1 (direct store), > 1 and > 8 with empty splits,
-a tree mask, and the three ways to find a tile's first row (INDEX_AHEAD 0 and 1 here; 3, the inline-asm load the
-GPU default uses, cannot run in the interpreter). The full tiles go through the host tensor descriptors
-(``desc.load``: the interpreter runs them; a case with descriptors over a zero buffer shows they are the path
-used) or, in one case, the pointer-load fallback. The unused rows of partial pages, a spare page and every
-``torch.empty`` are NaN-poisoned. Also: the GPU bench's harness on CPU (fake timer, tiny sizes), and the GPU
-default tile cross-compiled for sm_90 with the installed Triton (TMA, wgmma, fits, at most 128 B of spills).
+The module is imported from the patched 0.5.17 tree (``trees.patched``). Its kernels run in a child process started
+with ``TRITON_INTERPRET=1`` (Triton decides interpreted or compiled at its first import), fp16, against a float64
+reference: K 1..8, H 8 and 16, bs 1-3, prefixes of one page, several pages, a partial last page and shorter than
+one tile, split counts 1 (direct store), > 1 and > 8 with empty splits, a tree mask, and the ways to find a tile's
+first row that can be interpreted (INDEX_AHEAD 1, the plain load; 3, the inline-asm load the GPU default uses,
+cannot run in the interpreter). ``verify_mla_tma_fwd`` must return True (it ran) for every case. The full tiles go
+through the host tensor descriptors (``desc.load``: the interpreter runs them; with the module's ``_descriptors``
+giving descriptors over a zero buffer the output changes, so they are the path used) or, with ``use_tma`` False,
+the pointer loads (the zero descriptors change nothing there). The unused rows of partial pages, a spare page and
+every ``torch.empty`` are NaN-poisoned. Also in the child: the GPU bench's harness (fastpath_kernels.attention_tma.
+bench, fake timer, tiny sizes), with patch 0007's comparison from the same tree.
+
+In this process (the module imported, nothing launched): the calls it must refuse (return False, ``o`` untouched)
+and ``verify_mla_tma_unsupported``'s reasons; the GPU default tile cross-compiled for sm_90 with the installed
+Triton by ``fastpath_kernels.attention_tma.xcompile`` (TMA, wgmma, no cp.async, fits, at most 128 B of spills),
+from the patch text, which must be the patched tree's file. Marked ``gpu``: the same cases compiled on a GPU with
+the installed fork's module.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from fastpath_fixtures import script_env
+from sglang_trees import TreeImporter, trees  # noqa: F401 (trees: a module-scoped fixture)
 
+MODULE = "sglang.kernels.ops.attention.verify_mla_tma"
 # (name, lens, K, H, max_splits, min_split_len, tile, use_tma, tree)
 CASES = [
     ("k1-h8-one-page-direct", [64], 1, 8, 1, 32, {"block_m": 16, "block_n": 32}, True, False),
@@ -30,11 +42,11 @@ CASES = [
     ("k5-h8-16-splits-empty", [700], 5, 8, 16, 32, {"block_m": 64, "block_n": 32}, True, False),
     ("k6-h8-tree-split2", [90, 128], 6, 8, 2, 32, {"block_m": 64, "block_n": 32}, True, True),
     ("k2-h16-short-prefixes", [1, 63], 2, 16, 2, 32, {"block_m": 32, "block_n": 32}, True, False),
-    ("k7-h8-index-in-loop", [300, 129], 7, 8, 4, 32, {"block_m": 64, "block_n": 32, "index_ahead": 0},
-     True, False),
+    ("k7-h8-split4", [300, 129], 7, 8, 4, 32, {"block_m": 64, "block_n": 32}, True, False),
     ("k4-h16-pointer-loads", [200, 192], 4, 16, 4, 32, {"block_m": 32, "block_n": 32}, False, False),
 ]
 INTERP_TILE = {"index_ahead": 1}  # INDEX_AHEAD 3 (the GPU default) is inline asm: not interpretable
+ZERO_DESCRIPTOR_CASES = ("k4-h8-pages-split4", "k4-h16-pointer-loads")
 
 
 def _poison_empty(torch) -> None:
@@ -95,36 +107,48 @@ def _reference(torch, x, lens, k, scale):
     return out
 
 
-def _child() -> dict:
-    import torch
-    from fastpath_kernels.attention_tma import bench
-    from fastpath_kernels.attention_tma import verify_tma as vt
+def _rel(out, ref) -> float:
+    return float((out.double() - ref).abs().max() / ref.abs().max())
 
-    assert type(vt._stage1).__name__ == "InterpretedFunction", type(vt._stage1)
+
+def _child(tree: str) -> dict:
+    import torch
+
+    vt = TreeImporter.module(Path(tree), MODULE)
+    from fastpath_kernels.attention_tma import bench
+
+    assert type(vt._verify_mla_tma_stage1).__name__ == "InterpretedFunction", type(vt._verify_mla_tma_stage1)
     _poison_empty(torch)
     results = {}
-    for i, (name, lens, k, heads, splits, msl, tile, use_tma, tree) in enumerate(CASES):
-        x = _problem(torch, lens, k, heads, tree, seed=i)
+    for i, (name, lens, k, heads, splits, msl, tile, use_tma, tree_mask) in enumerate(CASES):
+        x = _problem(torch, lens, k, heads, tree_mask, seed=i)
         scale = 576 ** -0.5
+        extra = {"custom_mask": x["custom_mask"], "mask_indptr": x["mask_indptr"]} if tree_mask else {}
+        tile = {**INTERP_TILE, **tile, "use_tma": use_tma}
+
+        def call(o):
+            return vt.verify_mla_tma_fwd(x["q"], x["k_ext"], x["k_ext"][..., :512], o, x["kv"], x["kv_indptr"],
+                                         x["kv_indices"], k, scale, page_size=64, max_kv_splits=splits,
+                                         min_split_len=msl, **extra, **tile)
         o = torch.full((len(lens) * k, heads, 512), float("nan"), dtype=torch.float16)
-        extra = {"custom_mask": x["custom_mask"], "mask_indptr": x["mask_indptr"]} if tree else {}
-        plan = vt.verify_attention_tma_fwd(x["q"], x["k_ext"], x["k_ext"][..., :512], o, x["kv"], x["kv_indptr"],
-                                           x["kv_indices"], k, scale, max_kv_splits=splits, min_split_len=msl,
-                                           use_tma=use_tma, **extra, **{**INTERP_TILE, **tile})
+        ran = call(o)
         ref = _reference(torch, x, lens, k, scale)
-        rec = {"rel": float((o.double() - ref).abs().max() / ref.abs().max()), "nan": bool(o.isnan().any()),
-               "plan": plan, "splits_used": [min(max(-(-n // msl), 1), splits) for n in lens]}
-        if name == "k4-h8-pages-split4":  # descriptors over a zero buffer: the output must change
-            zero = vt.make_descriptors(torch.zeros_like(x["kv"]).view(-1, 576), plan["block_n"])
-            o2 = torch.full_like(o, float("nan"))
-            vt.verify_attention_tma_fwd(x["q"], x["k_ext"], x["k_ext"][..., :512], o2, x["kv"], x["kv_indptr"],
-                                        x["kv_indices"], k, scale, max_kv_splits=splits, min_split_len=msl,
-                                        descriptors=zero, **{**INTERP_TILE, **tile})
-            rec["rel_zero_desc"] = float((o2.double() - ref).abs().max() / ref.abs().max())
+        plan = vt.verify_mla_tma_plan(k, len(lens), heads, x["q"].device, splits, msl, **tile)
+        rec = {"ran": ran, "rel": _rel(o, ref), "nan": bool(o.isnan().any()), "plan": plan,
+               "splits_used": [min(max(-(-n // msl), 1), splits) for n in lens]}
+        if name in ZERO_DESCRIPTOR_CASES:  # the module's descriptors over a zero buffer of the cache's shape
+            real = vt._descriptors
+            vt._descriptors = lambda kv_rows, block_n: real(torch.zeros_like(kv_rows), block_n)
+            try:
+                o2 = torch.full_like(o, float("nan"))
+                rec["ran_zero_desc"] = call(o2)
+            finally:
+                vt._descriptors = real
+            rec["rel_zero_desc"] = _rel(o2, ref)
         results[name] = rec
-    # The GPU bench's harness at tiny sizes: DEVICE cpu, a fake timer that still runs the last call.
+    # The GPU bench's harness at tiny sizes: DEVICE cpu, a fake timer that still runs the last call; the module and
+    # patch 0007's kernel (grouped-p64) come from this tree, which TreeImporter makes ``sglang``.
     import tempfile
-    from pathlib import Path
 
     import benchmark.tools.attn_verify_bench as timing  # the bench times and sizes its KV copies with these
 
@@ -140,17 +164,24 @@ def _child() -> dict:
 
 
 @pytest.fixture(scope="module")
-def results() -> dict:
-    done = subprocess.run([sys.executable, __file__], env=script_env(TRITON_INTERPRET="1"), capture_output=True,
-                          text=True, timeout=600, check=False)
+def results(trees) -> dict:  # noqa: F811
+    done = subprocess.run([sys.executable, __file__, str(trees.patched)], env=script_env(TRITON_INTERPRET="1"),
+                          capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stderr[-4000:]
     return json.loads(done.stdout.splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def module(trees):  # noqa: F811
+    """The patched tree's module in this process (compiled kernels, never launched here)."""
+    return TreeImporter.module(trees.patched, MODULE)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [c[0] for c in CASES])
 def test_matches_float64_reference(results: dict, name: str):
     case = results[name]
+    assert case["ran"] is True, f"{name}: verify_mla_tma_fwd refused the call ({case['plan']})"
     assert not case["nan"], f"{name}: NaN in the output (unwritten, or a poisoned row read)"
     assert case["rel"] < 4e-3, f"{name}: max relative error {case['rel']} ({case['plan']})"
 
@@ -164,26 +195,110 @@ def test_cases_cover_the_brief(results: dict):
     used = [s for c in CASES for s in results[c[0]]["splits_used"]]
     assert 1 in used and max(used) > 8
     assert any(r["plan"]["max_kv_splits"] == 1 for k, r in results.items() if not k.startswith("_"))
+    assert {results[c[0]]["plan"]["use_tma"] for c in CASES} == {True, False}
 
 
 @pytest.mark.slow
 def test_descriptor_path_is_the_one_used(results: dict):
-    assert results["k4-h8-pages-split4"]["rel_zero_desc"] > 0.05
+    """Descriptors over a zero buffer change the output of the TMA path, and not that of the pointer loads."""
+    tma, pointers = (results[name] for name in ZERO_DESCRIPTOR_CASES)
+    assert tma["plan"]["use_tma"] and not pointers["plan"]["use_tma"]
+    assert tma["ran_zero_desc"] and tma["rel_zero_desc"] > 0.05, tma
+    assert pointers["ran_zero_desc"] and pointers["rel_zero_desc"] < 4e-3, pointers
 
 
 @pytest.mark.slow
 def test_gpu_bench_harness_on_cpu(results: dict):
     b = results["_bench"]
-    assert b["rc"] == 0
+    assert b["rc"] == 0, b["json"]["notes"]
     recs = b["json"]["records"]
-    assert {(r["variant"], r["bs"]) for r in recs} == {(v, bs) for v in ("tma-p64", "tma-p64:n16s8") for bs in (1, 2)}
+    variants = ("tma-p64", "tma-p64:n16s8", "grouped-p64")
+    assert {(r["variant"], r["bs"]) for r in recs} == {(v, bs) for v in variants for bs in (1, 2)}, b["json"]["notes"]
     for r in recs:
         assert r["mode"] == "attn_verify" and r["metric"] == "latency_us" and r["k"] == 4 and r["ctx"] == 130
         assert r["heads"] == 8 and r["value"] == 10.0 and r["rel_err"] < 2e-2 and r["calls_per_graph"] == 2
         assert r["floor_us"] == round(r["bs"] * 130 * 576 * 2 / 4.8e12 * 1e6, 3) and r["gbps"] > 0
-    assert b["calls"] == [2, 2, 2, 2]
-    # sglang is not installed here: patch 0007's comparison is skipped with one line.
-    assert any(n.startswith("grouped-p64 skipped") for n in b["json"]["notes"])
+        if r["variant"] != "grouped-p64":
+            assert r["tile"]["block_m"] == 32 and r["tile"]["index_ahead"] == 1 and r["tile"]["use_tma"], r["tile"]
+    assert b["calls"] == [2] * 6
+    assert not b["json"]["notes"], b["json"]["notes"]
+
+
+def _inputs(torch, k: int = 4, lens=(100, 64)):
+    x = _problem(torch, list(lens), k, 8, False, seed=0)
+    o = torch.full((len(lens) * k, 8, 512), float("nan"), dtype=torch.float16)
+    return x, o
+
+
+# name, what the log's reason says, the change from a call the kernel serves
+REFUSED = [
+    ("cache-in-another-dtype", "torch.float32 cache under torch.float16", {"kv_dtype": "float32"}),
+    ("logit-cap", "a logit cap", {"logit_cap": 30.0}),
+    ("page-32-default-block-n", "page size 32", {"page_size": 32}),
+    ("int32-indices-index-ahead-3", "torch.int32 kv_indices", {"index_dtype": "int32", "index_ahead": 3}),
+    ("nine-draft-tokens", "9 draft tokens", {"k": 9}),
+    ("draft-v-two-heads", "draft K/V with more than one head", {"v_heads": 2}),
+]
+
+
+@pytest.mark.parametrize("name,reason,change", REFUSED, ids=[r[0] for r in REFUSED])
+def test_refuses_calls_it_cannot_serve(module, caplog, name: str, reason: str, change: dict):
+    """verify_mla_tma_fwd returns False without running (o stays NaN) and says why in the log; the backend then
+    runs patch 0007's kernel (test_verify_grouped_attention.py's dispatch rows)."""
+    import torch
+
+    x, o = _inputs(torch, k=change.get("k", 4))
+    kv = x["kv"].to(getattr(torch, change.get("kv_dtype", "float16")))
+    indices = x["kv_indices"].to(getattr(torch, change.get("index_dtype", "int64")))
+    tile = {"index_ahead": change["index_ahead"]} if "index_ahead" in change else {}
+    module._fall_back_once.cache_clear()
+    with caplog.at_level(logging.WARNING, logger=module.logger.name):
+        v_ext = x["k_ext"][..., :512].expand(-1, change.get("v_heads", 1), -1)
+        ran = module.verify_mla_tma_fwd(x["q"], x["k_ext"], v_ext, o, kv, x["kv_indptr"], indices,
+                                        change.get("k", 4), 576 ** -0.5, logit_cap=change.get("logit_cap", 0.0),
+                                        page_size=change.get("page_size", 64), **tile)
+    assert ran is False
+    assert o.isnan().all(), f"{name}: o written by a refused call"
+    assert any(reason in r.getMessage() for r in caplog.records), [r.getMessage() for r in caplog.records]
+
+
+def test_plan_takes_only_the_two_index_modes(module):
+    """INDEX_AHEAD 3 (inline asm, the GPU default) or 1 (a plain load, interpretable); the prototype's 0 is gone."""
+    import torch
+
+    for mode in (1, 3):
+        assert module.verify_mla_tma_plan(4, 1, 8, torch.device("cpu"), index_ahead=mode)["index_ahead"] == mode
+    with pytest.raises(AssertionError):
+        module.verify_mla_tma_plan(4, 1, 8, torch.device("cpu"), index_ahead=0)
+
+
+def test_unsupported_says_why(module):
+    import torch
+
+    page_32 = module.verify_mla_tma_unsupported(32, torch.device("cuda", 0))
+    assert page_32 and "32" in page_32 and "64" in page_32, page_32
+    cpu = module.verify_mla_tma_unsupported(64, torch.device("cpu"))
+    assert cpu and "CUDA" in cpu, cpu
+    assert module.verify_mla_tma_unsupported(128, torch.device("cpu")) == cpu  # page 128 is fine, the CPU is not
+
+
+def test_bench_tiles_are_module_tiles(module):
+    from fastpath_kernels.attention_tma.bench import CANDIDATE_TILES
+
+    assert {key for tile in CANDIDATE_TILES.values() for key in tile} <= set(module.DEFAULT_TILE)
+    assert "n64s2" in CANDIDATE_TILES and all(CANDIDATE_TILES["n64s2"][k] == module.DEFAULT_TILE[k]
+                                              for k in CANDIDATE_TILES["n64s2"])
+
+
+def test_xcompile_compiles_the_patched_trees_files(trees):  # noqa: F811
+    """xcompile takes the module (and patch 0007's, which it imports) from the patch texts: they must be the
+    patched tree's files."""
+    from benchmark.tools.attn_verify_bench import file_from_patch, patch_creating
+    from fastpath_kernels.attention_tma.xcompile import GROUPED_FILE, TMA_FILE
+    from sglang_fastpath.paths import patches_dir
+
+    for path in (TMA_FILE, GROUPED_FILE):
+        assert file_from_patch(patch_creating(path, patches_dir()), path) == (trees.patched / path).read_text()
 
 
 def test_gpu_default_compiles_to_tma_and_wgmma_for_sm90(monkeypatch):
@@ -192,13 +307,14 @@ def test_gpu_default_compiles_to_tma_and_wgmma_for_sm90(monkeypatch):
     Triton 3.6-3.9: the tile was the fastest on the H200 all the same), and the index load not a cp.async."""
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     monkeypatch.setenv("TRITON_DEFAULT_FP_FUSION", "1")
-    from fastpath_kernels.attention_tma import verify_tma as vt
-    from fastpath_kernels.attention_tma.xcompile import compile_stage1
+    from fastpath_kernels.attention_tma.xcompile import compile_stage1, load_module
 
-    if type(vt._stage1).__name__ != "JITFunction":
-        pytest.skip("fastpath_kernels was imported under TRITON_INTERPRET in this process")
+    vt = load_module()
+    if type(vt._verify_mla_tma_stage1).__name__ != "JITFunction":
+        pytest.skip("Triton was imported under TRITON_INTERPRET in this process")
     for heads in (8, 32):
-        r = compile_stage1(90, 4, heads, 16)
+        r = compile_stage1(90, 4, heads, 16, vt)
+        assert r["tile"] == vt.DEFAULT_TILE, r
         assert r["tma"] and r["wgmma"] and not r["cp_async"], r
         assert 2 * 64 * 576 * 2 < r["shared"] <= 232448 and r["spill_bytes"] <= 128, r
 
@@ -207,15 +323,20 @@ def test_gpu_default_compiles_to_tma_and_wgmma_for_sm90(monkeypatch):
 @pytest.mark.parametrize("name", [c[0] for c in CASES])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_compiled_on_gpu_matches_float64_reference(name: str, dtype: str):
-    """The interpreter cases compiled on a GPU, with the GPU's row-index load (INDEX_AHEAD 3, inline asm: never
-    interpreted) unless a case sets its own, in fp16 and bf16; then the same inputs with the default tile and split
-    rule, eagerly and captured in a CUDA graph (host-built TMA descriptors by value) and replayed."""
+    """The interpreter cases compiled on a GPU with the installed fork's module, with the GPU's row-index load
+    (INDEX_AHEAD 3, inline asm: never interpreted) unless a case sets its own, in fp16 and bf16; then the same
+    inputs with the default tile and split rule, eagerly and captured in a CUDA graph (host-built TMA descriptors
+    by value) and replayed."""
     import torch
-
-    from fastpath_kernels.attention_tma import verify_tma as vt
 
     if not torch.cuda.is_available():
         pytest.skip("no CUDA GPU")
+    try:
+        import importlib
+
+        vt = importlib.import_module(MODULE)
+    except Exception as e:  # noqa: BLE001
+        pytest.skip(f"{MODULE} not importable (the fork with patch 0032 is not installed): {type(e).__name__}: {e}")
     i = [c[0] for c in CASES].index(name)
     _, lens, k, heads, splits, msl, tile, use_tma, tree = CASES[i]
     dt = getattr(torch, dtype)
@@ -225,10 +346,11 @@ def test_compiled_on_gpu_matches_float64_reference(name: str, dtype: str):
     dev = {key: v.to("cuda") for key, v in x.items() if isinstance(v, torch.Tensor)}
     extra = {"custom_mask": dev["custom_mask"], "mask_indptr": dev["mask_indptr"]} if tree else {}
 
-    def call(o: torch.Tensor, **tile_kw) -> dict:
-        return vt.verify_attention_tma_fwd(dev["q"], dev["k_ext"], dev["k_ext"][..., :512], o, dev["kv"],
-                                           dev["kv_indptr"], dev["kv_indices"], k, 576 ** -0.5, use_tma=use_tma,
-                                           **extra, **tile_kw)
+    def call(o: torch.Tensor, **tile_kw) -> None:
+        ran = vt.verify_mla_tma_fwd(dev["q"], dev["k_ext"], dev["k_ext"][..., :512], o, dev["kv"], dev["kv_indptr"],
+                                    dev["kv_indices"], k, 576 ** -0.5, page_size=64, use_tma=use_tma, **extra,
+                                    **tile_kw)
+        assert ran is True, f"{name} {dtype}: verify_mla_tma_fwd refused the call ({tile_kw})"
 
     def check(o: torch.Tensor, what: str) -> None:
         out = o.double().cpu()
@@ -254,4 +376,4 @@ def test_compiled_on_gpu_matches_float64_reference(name: str, dtype: str):
 
 
 if __name__ == "__main__":
-    print(json.dumps(_child()))
+    print(json.dumps(_child(sys.argv[1])))

@@ -8,6 +8,11 @@ sizes 1 and 16, K 1..8, a tree mask, a logit cap, forced split counts (merge pat
 (direct store). The output is poisoned with NaN first, with spare rows around it: every row must
 be written and nothing outside. fp16 only: the interpreter's bf16 ``tl.dot`` multiplies raw bits.
 Kernels run in a child process because Triton picks interpreted vs compiled at first import.
+
+The patched ``TritonAttnBackend.forward_extend`` is run on a fake backend to check which kernel it
+calls (grouped, extend, and patch 0032's TMA kernel for MLA target verify on 64-token pages, with
+its fallback to the grouped kernel when it refuses a call); ``test_verify_attention_tma.py`` checks
+the TMA kernel itself.
 """
 
 from __future__ import annotations
@@ -28,12 +33,13 @@ from benchmark.tools.attn_verify_bench import KERNEL_FILE, file_from_patch, patc
 from fastpath_fixtures import script_env
 from fastpath_kernels.ptxas import ptxas_usage
 from sglang_fastpath.paths import patches_dir
-from sglang_trees import load_defs, source, trees  # noqa: F401 (trees: a module-scoped fixture)
+from sglang_trees import TreeImporter, load_defs, source, trees  # noqa: F401 (trees: a module-scoped fixture)
 
 VERIFY = "sglang.kernels.ops.attention.verify_grouped_attention"
 EXTEND = "sglang.kernels.ops.attention.extend_attention"
 DECODE = "sglang.kernels.ops.attention.decode_attention"
 SCORE_MOD = "sglang.kernels.ops.attention.score_mod"
+TMA = "sglang.kernels.ops.attention.verify_mla_tma"  # patch 0032
 MAX_VERIFY_TOKENS = 8  # the module constant the kernel's wrapper checks against
 SPARE_ROWS = 2  # poisoned rows before and after the output the kernel may write
 
@@ -240,10 +246,12 @@ class FakePool:
 
 
 def run_backend(tree: Path, fwd: dict, case: Case, x: dict, grouped: bool, mode: str = "verify",
-                **layer_overrides) -> dict:
+                tma: bool = False, **layer_overrides) -> dict:
     """TritonAttnBackend.forward_extend (patched) on a target-verify batch, or with ``mode`` "draft_extend"
     a DRAFT_EXTEND_V2 batch (patch 0023; ``grouped`` is then its switch, and the verify one is off); which
-    kernel ran, and o."""
+    kernel ran, and o. ``tma``: patch 0032's switch (``use_verify_mla_tma``); every call of its kernel is
+    recorded as "tma" in ``calls`` and what it returned (True: it ran, False: refused) in ``tma_returned``.
+    The backend's page size is the case's (the fake pool is 3-D, as SGLang's MLA pool is at any page size)."""
     draft_extend = mode == "draft_extend"
     defs = load_defs(source(tree, BACKEND), ["logit_capping_mod", "TritonAttnBackend.forward_extend",
                                               "TritonAttnBackend._set_kv_buffer"],
@@ -252,9 +260,16 @@ def run_backend(tree: Path, fwd: dict, case: Case, x: dict, grouped: bool, mode:
                                                              DECODER_BIDIRECTIONAL="decoder_bidirectional"),
                       "MAX_VERIFY_TOKENS": MAX_VERIFY_TOKENS})
     calls: list[str] = []
+    tma_returned: list[bool] = []
 
     def spy(name: str):
         return lambda *a, **kw: (calls.append(name), fwd[name](*a, **kw))[1]
+
+    def tma_spy(*a, **kw):
+        calls.append("tma")
+        # INDEX_AHEAD 3 (the default) is inline asm, which the interpreter cannot run: the plain-load mode.
+        tma_returned.append(fwd["tma"](*a, index_ahead=1, **kw))
+        return tma_returned[-1]
 
     k, bs = case.k, len(case.prefix)
     # The draft tokens' own slots: free slots past the prefixes, written by set_kv_buffer.
@@ -265,8 +280,9 @@ def run_backend(tree: Path, fwd: dict, case: Case, x: dict, grouped: bool, mode:
         token_to_kv_pool=FakePool(pool_k, pool_v, case.mla), _translate_kv_loc=None, dcp_size=1,
         enable_deterministic=False, use_verify_splitkv=False, use_verify_grouped=grouped and not draft_extend,
         use_draft_extend_grouped=grouped and draft_extend, use_mla=case.mla,
-        topk=2 if case.tree else 1, page_size=1, allow_bidirectional_attention_in_extend=False,
+        topk=2 if case.tree else 1, page_size=case.page, allow_bidirectional_attention_in_extend=False,
         extend_attention_fwd=spy("extend"), verify_grouped_attention_fwd=spy("verify"), req_to_token_pool=None,
+        use_verify_mla_tma=tma, verify_mla_tma_fwd=tma_spy,
         forward_metadata=types.SimpleNamespace(
             kv_indptr=x["kv_indptr"], kv_indices=x["kv_indices"], qo_indptr=x["qo_indptr"],
             custom_mask=x["custom_mask"], mask_indptr=x["mask_indptr"], max_extend_len=k,
@@ -287,35 +303,52 @@ def run_backend(tree: Path, fwd: dict, case: Case, x: dict, grouped: bool, mode:
                                            is_draft_extend_v2=lambda: draft_extend))
     o = defs["TritonAttnBackend.forward_extend"](
         backend, x["q"].reshape(bs * k, -1), x["draft_k"], x["draft_v"], layer, batch)
-    return {"calls": calls, "out": o.view(bs * k, case.heads, x["lv"]).double()}
+    return {"calls": calls, "tma_returned": tma_returned, "out": o.view(bs * k, case.heads, x["lv"]).double()}
 
 
-DISPATCH = [  # case name, grouped on, layer overrides, the kernel that must run, the batch's mode
-    ("mla-k4-p1", True, {}, "verify", "verify"),
-    ("gqa-k4-tree", True, {}, "verify", "verify"),
-    ("mla-k4-p1", False, {}, "extend", "verify"),
-    ("gqa-k2-p1", True, {"sliding_window_size": 4096}, "extend", "verify"),
-    ("gqa-k2-p1", True, {"k_scale": 1.0, "v_scale": 1.0, "k_scale_float": 1.0, "v_scale_float": 1.0}, "extend",
-     "verify"),
+# MLA batches on 64-token pages for patch 0032's dispatch rows (the fake pool stays 3-D: SGLang's MLA pool is
+# [slots, 1, 576] at every page size; each prefix on whole 64-slot pages, the last one partial).
+TMA_CASES = [
+    Case("mla-k4-p64", True, 4, (130, 64), 8, 1, 64, seed=23),
+    Case("mla-k3-p64-tree", True, 3, (200,), 16, 1, 64, tree=True, seed=24),
+    Case("mla-k2-p64-cap", True, 2, (100, 7), 8, 1, 64, logit_cap=30.0, seed=25),
+]
+DISPATCH = [  # case name, grouped on, layer overrides, the calls that must happen, the batch's mode, 0032 on
+    ("mla-k4-p1", True, {}, ["verify"], "verify", False),
+    ("gqa-k4-tree", True, {}, ["verify"], "verify", False),
+    ("mla-k4-p1", False, {}, ["extend"], "verify", False),
+    ("gqa-k2-p1", True, {"sliding_window_size": 4096}, ["extend"], "verify", False),
+    ("gqa-k2-p1", True, {"k_scale": 1.0, "v_scale": 1.0, "k_scale_float": 1.0, "v_scale_float": 1.0}, ["extend"],
+     "verify", False),
     # Patch 0023: EAGLE's draft extend (a causal window per request) on its own switch.
-    ("gqa-k7-groups", True, {}, "verify", "draft_extend"),
-    ("gqa-k7-groups", False, {}, "extend", "draft_extend"),
+    ("gqa-k7-groups", True, {}, ["verify"], "draft_extend", False),
+    ("gqa-k7-groups", False, {}, ["extend"], "draft_extend", False),
+    # Patch 0032: MLA target verify on 64-token pages runs the TMA kernel (chain and tree mask) and nothing else;
+    # not for the draft extend; a call it refuses (a logit cap) goes to 0007's kernel after it.
+    ("mla-k4-p64", True, {}, ["tma"], "verify", True),
+    ("mla-k3-p64-tree", True, {}, ["tma"], "verify", True),
+    ("mla-k4-p64", True, {}, ["verify"], "draft_extend", True),
+    ("mla-k2-p64-cap", True, {}, ["tma", "verify"], "verify", True),
 ]
 
 
 def _child(tree: str) -> list[dict]:
     """In the TRITON_INTERPRET=1 process: every case, results as plain data."""
     verify, extend = load_kernels(Path(tree))
+    tma = TreeImporter.module(Path(tree), TMA)  # patch 0032's module, imported from the tree
+    assert type(tma._verify_mla_tma_stage1).__name__ == "InterpretedFunction"
+    kernels = {"verify": verify, "extend": extend, "tma": tma.verify_mla_tma_fwd}
     results = []
-    by_name = {c.name: c for c in CASES}
-    for name, grouped, overrides, want, mode in DISPATCH:
+    by_name = {c.name: c for c in CASES + TMA_CASES}
+    for name, grouped, overrides, want, mode, use_tma in DISPATCH:
         case = by_name[name]
-        if case.page != 1:  # the backend test runs page 1 (its fake pool is 3-D)
+        if case.page not in (1, 64):  # page 16 runs as page 1 here (page 64 is patch 0032's)
             case = Case(**{**asdict(case), "page": 1})
         x = make_inputs(case)
-        got = run_backend(Path(tree), {"verify": verify, "extend": extend}, case, x, grouped, mode, **overrides)
+        got = run_backend(Path(tree), kernels, case, x, grouped, mode, use_tma, **overrides)
         results.append({"dispatch": name, "grouped": grouped, "overrides": sorted(overrides), "want": want, "mode": mode,
-                        "calls": got["calls"], "rel_ref": max_rel(got["out"], reference(case, x))})
+                        "tma": use_tma, "calls": got["calls"], "tma_returned": got["tma_returned"],
+                        "rel_ref": max_rel(got["out"], reference(case, x))})
     for case in CASES + TILE_CASES:
         x = make_inputs(case)
         ref = reference(case, x)
@@ -349,9 +382,13 @@ def results(trees) -> dict[str, dict]:  # noqa: F811
 @pytest.mark.parametrize("index", range(len(DISPATCH)))
 def test_triton_backend_dispatch(results: dict[str, dict], index: int):
     """The patched forward_extend runs the new kernel for target verify (and, on 0023's switch, for the draft
-    extend), else extend, and the output is right."""
+    extend), else extend; with 0032's switch, MLA target verify on 64-token pages runs the TMA kernel, and a
+    call that kernel refuses (it returns False) runs the grouped one after it; the output is right."""
     r = results[f"dispatch-{index}"]
-    assert r["calls"] == [r["want"]], r
+    assert r["calls"] == r["want"], r
+    # The TMA kernel ran where it was the only call, and refused (returned False, o untouched) where the grouped
+    # kernel followed it.
+    assert r["tma_returned"] == ([True] if r["calls"] == ["tma"] else [False] * r["calls"].count("tma")), r
     assert r["rel_ref"] < 5e-3, r
 
 
@@ -473,7 +510,7 @@ def test_tile_cases_cover_the_gpu_sweep():
         return tile.get("block_h", 16), tile.get("block_n", 32), tile.get("dv_splits", 1)
     covered = {key(c.tile) for c in TILE_CASES if c.mla} | {key(())}
     assert {key(t) for t in SWEEP_TILES} <= covered, {key(t) for t in SWEEP_TILES} - covered
-    assert len({c.name for c in CASES + TILE_CASES}) == len(CASES) + len(TILE_CASES)
+    assert len({c.name for c in CASES + TILE_CASES + TMA_CASES}) == len(CASES) + len(TILE_CASES) + len(TMA_CASES)
 
 
 # ----------------------------------------------------------------------------- the GPU bench's harness, on CPU

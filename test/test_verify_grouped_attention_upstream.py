@@ -110,6 +110,10 @@ def run_backend(tree: Path, verify, case: Case, x: dict, grouped: bool, layer_ov
         calls.append("extend")
         o.copy_(ref.view_as(o).to(o.dtype))
 
+    def tma_off(*a, **kw):  # the port of 0032 (upstream 0024) reads its switch, off here: never called
+        calls.append("tma")
+        return False
+
     k, bs = case.k, len(case.prefix)
     out_cache_loc = torch.arange(bs * k) + x["key"].shape[0]  # the draft tokens' own slots, past the prefixes
     pool_k = torch.cat([x["key"], torch.zeros(bs * k, *x["key"].shape[1:], dtype=x["key"].dtype)])
@@ -120,6 +124,7 @@ def run_backend(tree: Path, verify, case: Case, x: dict, grouped: bool, layer_ov
         use_draft_extend_grouped=grouped and draft_extend, use_mla=case.mla,
         topk=2 if case.tree else 1, page_size=case.page, allow_bidirectional_attention_in_extend=False,
         dllm_attention=None, extend_attention_fwd=extend_stand_in, verify_grouped_attention_fwd=grouped_kernel,
+        use_verify_mla_tma=False, verify_mla_tma_fwd=tma_off,
         req_to_token_pool=types.SimpleNamespace(size=64),
         _can_run_dense_fp8_chunked_mha=lambda *a: False,
         forward_metadata=types.SimpleNamespace(

@@ -1,1 +1,2 @@
-"""Page-64 MLA verify attention with TMA tile loads (issue 18 prototype): ``verify_tma.verify_attention_tma_fwd``."""
+"""Patch 0032's MLA verify attention with TMA tiles on 64-token pages: its GPU bench (``bench``) and sm_90
+cross-compile (``xcompile``); the kernel is ``sglang.kernels.ops.attention.verify_mla_tma``, in the patch."""

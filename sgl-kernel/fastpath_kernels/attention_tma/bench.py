@@ -1,22 +1,31 @@
-"""GPU check and timing of ``verify_attention_tma_fwd`` (64-token pages, TMA tiles) at Kimi-K2.5's MLA shapes.
+"""GPU check and timing of patch 0032's ``verify_mla_tma_fwd`` (64-token pages, TMA tiles) at Kimi-K2.5's MLA shapes.
 
     PYTHONPATH=sgl-kernel:$PYTHONPATH python3 -m fastpath_kernels.attention_tma.bench --out DIR [--budget-s 140]
+
+The kernel is the installed fork's ``sglang.kernels.ops.attention.verify_mla_tma`` (patch 0032; ``load_module``
+imports it when the run starts, so this file imports without SGLang), and so is patch 0007's
+``verify_grouped_attention_fwd`` it is compared with: run from the repository root (the ``benchmark`` package) with
+the fork's site on PYTHONPATH (``source test/gpu/device_env.sh``).
 
 Points: H (query heads per rank) 8 and 32, bs 1 and 8, context 1k/8k/32k, K=4 draft tokens (chain), bf16,
 q/k 576, v 512, one latent KV head, page 64. For each point:
 1. a pool of KV copies (each copy: every request's prefix on its own random 64-token pages; copies together
    >= 200 MB, at least ``--min-calls``), draft K/V and q;
-2. each variant (``--variants``: names of ``verify_tma.CANDIDATE_TILES``; the first is recorded as
-   ``tma-p64``, the others as ``tma-p64:<name>``) is checked on copy 0 against a float32 reference
-   (max abs err / max |ref| <= ``--tol``); a variant that fails is not timed;
+2. each variant (``--variants``: names of ``CANDIDATE_TILES``, tile overrides of the module's ``DEFAULT_TILE``; the
+   first is recorded as ``tma-p64``, the others as ``tma-p64:<name>``) is checked on copy 0 against a float32
+   reference (max abs err / max |ref| <= ``--tol``); a variant that fails, or that the module refuses
+   (``verify_mla_tma_fwd`` returns False), is not timed;
 3. timing as benchmark/tools/attn_verify_bench.py does it: N back-to-back calls in one CUDA graph, call i on
-   copy i, the graph replayed several times; median replay / N (p20, p80 as well);
-4. patch 0007's ``verify_grouped_attention_fwd`` (from the installed fork, on the same pages, page_size 64,
-   its own default tile) the same way, as ``grouped-p64``; skipped with one line when it cannot be imported.
+   copy i, the graph replayed several times; median replay / N (p20, p80 as well). Each call is the module's
+   whole call (its cached descriptors, its own partial-output scratch, stage 1 and the merge), as the triton
+   backend's verify graphs capture it;
+4. patch 0007's ``verify_grouped_attention_fwd`` (on the same pages, page_size 64, its own default tile) the same
+   way, as ``grouped-p64``; skipped with one line when it cannot be imported.
 
 Prints one line per point, a table at the end, and writes DIR/results.json: records {mode: attn_verify, metric:
 latency_us, value, p20, p80, k, bs, ctx, heads, variant, floor_us (prefix bytes / 4.8 TB/s), gbps, pct_hbm,
-rel_err, tile, page: 64, calls_per_graph}, plus notes. Stops starting new points at the deadline.
+rel_err, tile (the module's verify_mla_tma_plan), page: 64, calls_per_graph}, plus notes. Stops starting new
+points at the deadline.
 """
 
 from __future__ import annotations
@@ -28,14 +37,37 @@ import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 import torch
 
 from benchmark.tools.attn_verify_bench import HBM_BYTES_PER_S, ROTATE_BYTES, copies_for, graph_time_us
-from fastpath_kernels.attention_tma import verify_tma as vt
+from benchmark.tools.attn_verify_bench import MLA_LK as LK
+from benchmark.tools.attn_verify_bench import MLA_LV as LV
 
 DEVICE = "cuda"  # the CPU test of the harness sets "cpu" (with TRITON_INTERPRET=1)
-PAGE = vt.PAGE
+PAGE = 64
+MODULE = "sglang.kernels.ops.attention.verify_mla_tma"
+# Tile variants: overrides of the module's DEFAULT_TILE (block_m 64, block_n 64, num_stages 2, num_warps 8,
+# index_ahead 3, use_tma). q (block_m x 576 bf16) + num_stages KV tiles (block_n x 576 bf16) must stay under
+# sm_90's 227 KB of shared memory.
+CANDIDATE_TILES = {
+    "n32s4": {"block_n": 32, "num_stages": 4},  # 3 tiles (110 KB) in flight while one is consumed
+    "n16s8": {"block_n": 16, "num_stages": 8},  # 7 tiles (129 KB) in flight, more index loads
+    "n64s2": {"block_n": 64, "num_stages": 2},  # 1 tile (74 KB) in flight: the module's default
+    "n32s3": {"block_n": 32, "num_stages": 3},
+    "n32s4-idx1": {"block_n": 32, "num_stages": 4, "index_ahead": 1},  # index by cp.async, waited at once
+}
+
+
+def load_module() -> ModuleType:
+    """The installed fork's patch 0032 module; its tile keys must cover CANDIDATE_TILES'."""
+    import importlib
+
+    vt = importlib.import_module(MODULE)
+    unknown = {k for tile in CANDIDATE_TILES.values() for k in tile} - set(vt.DEFAULT_TILE)
+    assert not unknown, f"CANDIDATE_TILES keys not in {MODULE}.DEFAULT_TILE: {sorted(unknown)}"
+    return vt
 
 
 def make_point(bs: int, ctx: int, k: int, heads: int, copies: int, seed: int, pool: dict | None = None) -> dict:
@@ -50,7 +82,7 @@ def make_point(bs: int, ctx: int, k: int, heads: int, copies: int, seed: int, po
     if pool is None:
         ppr = -(-ctx // PAGE)
         total_pages = copies * bs * ppr + 1
-        kv = torch.randn(total_pages * PAGE, 1, vt.LK, device=dev, generator=g, dtype=torch.float32)
+        kv = torch.randn(total_pages * PAGE, 1, LK, device=dev, generator=g, dtype=torch.float32)
         kv = kv.to(torch.bfloat16 if dev == "cuda" else torch.float16)
         perm = torch.randperm(total_pages - 1, device=dev, generator=g)
         pos = torch.arange(ctx, device=dev)
@@ -65,11 +97,11 @@ def make_point(bs: int, ctx: int, k: int, heads: int, copies: int, seed: int, po
         kv[(total_pages - 1) * PAGE:] = float("nan")
         pool = {"kv": kv, "indices": indices, "copies": copies}
     dtype = pool["kv"].dtype
-    q = torch.randn(bs * k, heads, vt.LK, device=dev, generator=g).to(dtype)
-    k_ext = torch.randn(bs * k, 1, vt.LK, device=dev, generator=g).to(dtype)
-    x = {"q": q, "k_ext": k_ext, "v_ext": k_ext[..., :vt.LV], "kv": pool["kv"], "indices": pool["indices"],
+    q = torch.randn(bs * k, heads, LK, device=dev, generator=g).to(dtype)
+    k_ext = torch.randn(bs * k, 1, LK, device=dev, generator=g).to(dtype)
+    x = {"q": q, "k_ext": k_ext, "v_ext": k_ext[..., :LV], "kv": pool["kv"], "indices": pool["indices"],
          "kv_indptr": torch.arange(0, (bs + 1) * ctx, ctx, device=dev, dtype=torch.int32),
-         "bs": bs, "ctx": ctx, "k": k, "heads": heads, "sm_scale": vt.LK ** -0.5, "pool": pool}
+         "bs": bs, "ctx": ctx, "k": k, "heads": heads, "sm_scale": LK ** -0.5, "pool": pool}
     x["ref"] = reference(x)
     return x
 
@@ -77,7 +109,7 @@ def make_point(bs: int, ctx: int, k: int, heads: int, copies: int, seed: int, po
 def reference(x: dict) -> torch.Tensor:
     """float32 attention of copy 0: every prefix key visible, the draft keys under the causal chain."""
     k, ctx, kv = x["k"], x["ctx"], x["kv"]
-    out = torch.empty(x["q"].shape[0], x["heads"], vt.LV, device=kv.device)
+    out = torch.empty(x["q"].shape[0], x["heads"], LV, device=kv.device)
     chain = torch.ones(k, k, dtype=torch.bool, device=kv.device).tril()
     seen = torch.cat([torch.ones(k, ctx, dtype=torch.bool, device=kv.device), chain], 1)
     for b in range(x["bs"]):
@@ -86,7 +118,7 @@ def reference(x: dict) -> torch.Tensor:
         keys = torch.cat([kv[slots, 0], x["k_ext"][rows, 0]]).float()
         scores = torch.einsum("thd,nd->htn", x["q"][rows].float(), keys) * x["sm_scale"]
         probs = scores.masked_fill(~seen, float("-inf")).softmax(-1)
-        out[rows] = torch.einsum("htn,nd->thd", probs, keys[:, :vt.LV])
+        out[rows] = torch.einsum("htn,nd->thd", probs, keys[:, :LV])
     return out
 
 
@@ -95,25 +127,18 @@ def rel_err(a: torch.Tensor, b: torch.Tensor) -> float:
 
 
 def kv_bytes(x: dict) -> int:
-    return x["bs"] * x["ctx"] * vt.LK * x["kv"].element_size()
+    return x["bs"] * x["ctx"] * LK * x["kv"].element_size()
 
 
-def tma_calls(x: dict, o: torch.Tensor, tile: dict, **kw) -> list[Callable[[], None]]:
-    """One call per KV copy, sharing descriptors, the partial-output scratch and ``o`` (they run in series)."""
-    p = vt.plan(x["k"], x["bs"], x["heads"], x["q"].device, **tile)
-    kv2d = vt.kv_rows(x["kv"])
-    desc = vt.make_descriptors(kv2d, p["block_n"])
-    scratch = None
-    if p["max_kv_splits"] > 1:
-        n = x["q"].shape[0]
-        scratch = (torch.empty(n, x["heads"], p["max_kv_splits"], vt.LV, device=o.device, dtype=torch.float32),
-                   torch.empty(n, x["heads"], p["max_kv_splits"], device=o.device, dtype=torch.float32))
+def tma_calls(vt: ModuleType, x: dict, o: torch.Tensor, tile: dict) -> list[Callable[[], None]]:
+    """One call per KV copy, sharing ``o`` (they run in series); a call the module refuses raises."""
+    def run(idx: torch.Tensor) -> None:
+        ran = vt.verify_mla_tma_fwd(x["q"], x["k_ext"], x["v_ext"], o, x["kv"], x["kv_indptr"], idx, x["k"],
+                                    x["sm_scale"], page_size=PAGE, **tile)
+        if not ran:
+            raise RuntimeError(f"verify_mla_tma_fwd refused the call (tile {tile}); the log says why")
 
-    def call(idx: torch.Tensor) -> Callable[[], None]:
-        return lambda: vt.verify_attention_tma_fwd(x["q"], x["k_ext"], x["v_ext"], o, x["kv"], x["kv_indptr"], idx,
-                                                   x["k"], x["sm_scale"], descriptors=desc, scratch=scratch,
-                                                   **tile, **kw)
-    return [call(idx) for idx in x["indices"]]
+    return [lambda idx=idx: run(idx) for idx in x["indices"]]
 
 
 def load_p0007() -> tuple[Callable | None, str]:
@@ -125,8 +150,8 @@ def load_p0007() -> tuple[Callable | None, str]:
 
 
 def p0007_calls(fwd: Callable, x: dict, o: torch.Tensor) -> list[Callable[[], None]]:
-    kb = x["kv"].view(-1, PAGE, 1, vt.LK)
-    vb = x["kv"][..., :vt.LV].view(-1, PAGE, 1, vt.LV)  # the value slice, paged: its one-latent path
+    kb = x["kv"].view(-1, PAGE, 1, LK)
+    vb = x["kv"][..., :LV].view(-1, PAGE, 1, LV)  # the value slice, paged: its one-latent path
 
     def call(idx: torch.Tensor) -> Callable[[], None]:
         return lambda: fwd(x["q"], x["k_ext"], x["v_ext"], o, kb, vb, x["kv_indptr"], idx, x["k"], x["sm_scale"],
@@ -150,11 +175,12 @@ def variant_name(i: int, name: str) -> str:
 def run(args, log, timer: Callable = graph_time_us) -> tuple[list[dict], list[str]]:
     deadline = time.time() + args.budget_s
     records, notes = [], []
+    vt = load_module()
     p0007, why = (None, "--no-p0007") if args.no_p0007 else load_p0007()
     if p0007 is None:
         log(f"grouped-p64 (patch 0007) skipped: {why}")
         notes.append(f"grouped-p64 skipped: {why}")
-    variants = [(variant_name(i, n), n, vt.CANDIDATE_TILES[n]) for i, n in enumerate(args.variants)]
+    variants = [(variant_name(i, n), n, CANDIDATE_TILES[n]) for i, n in enumerate(args.variants)]
     pools = {}
     for heads in args.heads:
         for bs in args.bs:
@@ -163,19 +189,21 @@ def run(args, log, timer: Callable = graph_time_us) -> tuple[list[dict], list[st
                     notes.append(f"deadline: h{heads} bs{bs} ctx{ctx} not run")
                     log(notes[-1])
                     continue
-                copies = copies_for(bs * ctx * vt.LK * 2, args.min_calls)
+                copies = copies_for(bs * ctx * LK * 2, args.min_calls)
                 x = make_point(bs, ctx, args.k, heads, copies, seed=ctx + bs + heads, pool=pools.get((bs, ctx)))
                 pools[(bs, ctx)] = x["pool"]
-                o = torch.empty(bs * args.k, heads, vt.LV, device=DEVICE, dtype=x["kv"].dtype)
+                o = torch.empty(bs * args.k, heads, LV, device=DEVICE, dtype=x["kv"].dtype)
                 line = []
                 for vname, name, tile in variants:
                     tile = {**tile, **args.tile_override}
+                    if args.pointer_loads:
+                        tile["use_tma"] = False
                     try:
-                        calls = tma_calls(x, o, tile, use_tma=not args.pointer_loads)
+                        calls = tma_calls(vt, x, o, tile)
                         o.fill_(float("nan"))
                         calls[0]()
                         err = rel_err(o, x["ref"])
-                        plan = vt.plan(args.k, bs, heads, x["q"].device, **tile)
+                        plan = vt.verify_mla_tma_plan(args.k, bs, heads, x["q"].device, **tile)
                         if not err <= args.tol:  # NaN fails too
                             notes.append(f"{vname} h{heads} bs{bs} ctx{ctx}: rel_err {err:.2e} > {args.tol}, not timed")
                             log(notes[-1])
@@ -231,20 +259,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--ctx", type=ints, default=[1024, 8192, 32768])
     ap.add_argument("--k", type=int, default=4)
     ap.add_argument("--variants", type=lambda s: s.split(","), default=["n64s2", "n32s4", "n16s8"],
-                    help=f"of {sorted(vt.CANDIDATE_TILES)}; the first is recorded as tma-p64")
+                    help=f"of {sorted(CANDIDATE_TILES)}; the first is recorded as tma-p64")
     ap.add_argument("--tile-override", type=json.loads, default={},
-                    help="JSON merged into every variant's tile, e.g. '{\"index_ahead\": 1}'; keys: "
-                         + ", ".join(vt.DEFAULT_TILE))
+                    help="JSON merged into every variant's tile, e.g. '{\"index_ahead\": 1}'; keys: the module's "
+                         "DEFAULT_TILE (block_m, block_n, num_stages, num_warps, index_ahead, use_tma)")
     ap.add_argument("--pointer-loads", action="store_true",
-                    help="full tiles by pointer loads instead of TMA descriptors (an A/B of the load path)")
+                    help="full tiles by pointer loads instead of TMA descriptors (use_tma False: an A/B of the load "
+                         "path)")
     ap.add_argument("--min-calls", type=int, default=2)
     ap.add_argument("--tol", type=float, default=2e-2)
     ap.add_argument("--budget-s", type=float, default=140)
     ap.add_argument("--no-p0007", action="store_true")
     args = ap.parse_args(argv)
-    unknown = [v for v in args.variants if v not in vt.CANDIDATE_TILES]
+    unknown = [v for v in args.variants if v not in CANDIDATE_TILES]
     if unknown:
-        ap.error(f"unknown variants {unknown}; known: {sorted(vt.CANDIDATE_TILES)}")
+        ap.error(f"unknown variants {unknown}; known: {sorted(CANDIDATE_TILES)}")
     return args
 
 
