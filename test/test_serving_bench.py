@@ -22,6 +22,7 @@ def test_command_is_offline_and_fixed_length() -> None:
     assert "-m sglang.benchmark.serving" in joined and "--dataset-name random-ids" in joined
     assert "--random-range-ratio 1" in joined and "--max-concurrency 8" in joined and "--num-prompts 32" in joined
     assert "--seed 1" in joined and "--port 30001" in joined and "--host 127.0.0.1" in joined
+    assert "--warmup-requests 8" in joined  # the batch size met once before the timed run
     assert prompts_for(1) == 16 and prompts_for(32) == 128
 
 

@@ -9,7 +9,10 @@ For each mode (no speculation, then EAGLE-3 with K 4, topk 1) it starts
 ``python -m sglang.benchmark.serving --backend sglang --dataset-name random-ids`` (random token
 ids drawn from ``--seed``: no download, the same prompts for both modes) with
 ``4 x concurrency`` prompts (at least 16) and ``--random-range-ratio 1`` (every prompt and output
-exactly the given lengths). ``--acc-len`` sets ``SGLANG_SIMULATE_ACC_LEN`` for the EAGLE-3 server
+exactly the given lengths), after ``concurrency`` warm-up requests sent at once (the benchmark's
+``--warmup-requests``), so a server meets that batch size once before it is timed (session 24's
+EAGLE-3 kimi16 server, warmed by one request, stalled 11 s once in its first concurrency-8 run; cause
+not found; identical warm-up prompts finish together, so they need not reach every state a timed run does). ``--acc-len`` sets ``SGLANG_SIMULATE_ACC_LEN`` for the EAGLE-3 server
 (0: the draft's real acceptance). Writes ``serving.json`` (one record per mode and concurrency:
 output tok/s, request throughput, median and p99 TTFT/ITL, accept length when the benchmark
 reports one), the benchmark's JSONL and both server logs, and prints a table last. Issue 11 asks
@@ -69,7 +72,7 @@ def bench_command(port: int, model: str, concurrency: int, input_len: int, outpu
             "--random-input-len", str(input_len), "--random-output-len", str(output_len),
             "--random-range-ratio", "1", "--num-prompts", str(prompts_for(concurrency)),
             "--max-concurrency", str(concurrency), "--seed", str(seed), "--disable-tqdm",
-            "--output-file", str(out_file)]
+            "--warmup-requests", str(concurrency), "--output-file", str(out_file)]
 
 
 def datasets_importable(env: dict[str, str]) -> bool:
