@@ -1,5 +1,5 @@
 """benchmark/tools/serving_bench.py on CPU: the benchmark command, reading its JSONL, the table, the
-client-only ``datasets`` stub and the failing client's log tail."""
+client-only ``datasets`` stub, the failing client's log tail and the stack-dump hook's environments."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ import pytest
 from benchmark.tools import serving_bench
 from benchmark.tools.serving_bench import (STUBS, Point, bench_command, client_env, datasets_importable, log_tail,
                                            parse_args, prompts_for, read_point, table)
+from benchmark.tools.stall_watch import HOOK_DIR, MARKER_ENV
 
 
 def test_command_is_offline_and_fixed_length() -> None:
@@ -104,15 +106,19 @@ def test_a_failing_client_prints_its_log_tail_and_only_the_client_gets_the_stub(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     client_envs = []
 
-    def fake_run(cmd: list[str], stdout, env: dict[str, str], **kwargs) -> subprocess.CompletedProcess:
-        client_envs.append(env)
-        stdout.write("".join(f"import step {i}\n" for i in range(30)) + "ModuleNotFoundError: No module named 'x'\n")
-        return subprocess.CompletedProcess(cmd, 1)
+    class FakeClient:
+        def __init__(self, cmd: list[str], stdout, env: dict[str, str], **kwargs) -> None:
+            client_envs.append(env)
+            stdout.write("".join(f"import step {i}\n" for i in range(30)) + "ModuleNotFoundError: No module named 'x'\n")
+
+        def wait(self, timeout: float) -> int:
+            return 1
 
     FakeServer.envs = []
     monkeypatch.setattr(serving_bench, "LaunchedServer", FakeServer)
-    monkeypatch.setattr(serving_bench.subprocess, "run", fake_run)
-    args = parse_args(["--models", str(tmp_path / "m"), "--out", str(tmp_path / "o"), "--concurrency", "1,8"])
+    monkeypatch.setattr(serving_bench.subprocess, "Popen", FakeClient)
+    args = parse_args(["--models", str(tmp_path / "m"), "--out", str(tmp_path / "o"), "--concurrency", "1,8",
+                       "--stall-dump-s", "0"])
     bench_env = client_env(dict(os.environ), stub=True)
     (tmp_path / "o").mkdir()
     for mode in ("nospec", "eagle3"):
@@ -136,3 +142,38 @@ def test_serving_json_records_the_stub(tmp_path: Path, monkeypatch: pytest.Monke
     doc = json.loads((tmp_path / "serving.json").read_text())
     assert doc["client_datasets_stub"] is (not importable)
     assert all((str(STUBS) in env.get("PYTHONPATH", "")) is (not importable) for env in seen) and len(seen) == 2
+
+
+def test_stall_dumps_reach_the_server_and_the_client_but_the_stub_only_the_client(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With --stall-dump-s (default 3 s) both the server's and the client's environments carry the stack-dump hook
+    (benchmark/tools/stall_watch.py), a watch runs on the server's log while each client runs, and each point
+    records its stalls (none here: the fake client returns at once)."""
+    client_envs = []
+
+    class Server(FakeServer):
+        def __init__(self, args: list[str], port: int, log: Path, env: dict[str, str] | None = None) -> None:
+            super().__init__(args, port, log, env)
+            self.log, self.proc = log, types.SimpleNamespace(pid=os.getpid())
+
+    class Client:
+        pid = os.getpid()
+
+        def __init__(self, cmd: list[str], stdout, env: dict[str, str], **kwargs) -> None:
+            client_envs.append(env)
+
+        def wait(self, timeout: float) -> int:
+            return 0
+
+    FakeServer.envs = []
+    monkeypatch.setattr(serving_bench, "LaunchedServer", Server)
+    monkeypatch.setattr(serving_bench.subprocess, "Popen", Client)
+    args = parse_args(["--models", str(tmp_path / "m"), "--out", str(tmp_path / "o"), "--concurrency", "1"])
+    assert args.stall_dump_s == 3.0
+    (tmp_path / "o").mkdir()
+    points = serving_bench.run_mode("eagle3", args, tmp_path / "o", client_env(dict(os.environ), stub=True))
+    assert points[0].stalls == []
+    (server_env,), (bench_env,) = FakeServer.envs, client_envs
+    for env in (server_env, bench_env):
+        assert env["PYTHONPATH"].startswith(str(HOOK_DIR)) and env[MARKER_ENV] == server_env[MARKER_ENV]
+    assert str(STUBS) in bench_env["PYTHONPATH"] and str(STUBS) not in server_env["PYTHONPATH"]

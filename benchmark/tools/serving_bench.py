@@ -15,7 +15,8 @@ EAGLE-3 kimi16 server, warmed by one request, stalled 11 s once in its first con
 not found; identical warm-up prompts finish together, so they need not reach every state a timed run does). ``--acc-len`` sets ``SGLANG_SIMULATE_ACC_LEN`` for the EAGLE-3 server
 (0: the draft's real acceptance). Writes ``serving.json`` (one record per mode and concurrency:
 output tok/s, request throughput, median and p99 TTFT/ITL, accept length when the benchmark
-reports one), the benchmark's JSONL and both server logs, and prints a table last. Issue 11 asks
+reports one; the server's quiet spells, see ``--stall-dump-s``), the benchmark's JSONL and both server logs,
+and prints a table last. Issue 11 asks
 for this figure beside the offline Engine's (``benchmark/run.py --kinds e2e``).
 
 SGLang's benchmark imports every dataset module, one of which needs Hugging Face ``datasets``
@@ -32,11 +33,13 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from benchmark.soak.server import LaunchedServer, free_port
+from benchmark.soak.server import LaunchedServer, children_of, free_port
+from benchmark.tools.stall_watch import StallWatch, with_stack_dumps
 from sglang_fastpath.models.folder import ModelsFolder
 
 SPEC_ARGS = ["--speculative-algorithm", "EAGLE3", "--speculative-num-steps", "3", "--speculative-eagle-topk", "1",
@@ -59,6 +62,8 @@ class Point:
     p99_itl_ms: float | None = None
     accept_length: float | None = None
     error: str | None = None
+    # quiet spells of the server's log while the client ran, each with its stack dumps (StallWatch)
+    stalls: list[dict] = field(default_factory=list)
 
 
 def prompts_for(concurrency: int) -> int:
@@ -124,21 +129,26 @@ def run_mode(mode: str, args: argparse.Namespace, out: Path, bench_env: dict[str
         launch += ["--speculative-draft-model-path", str(pair.draft), *SPEC_ARGS]
         env = {"SGLANG_SIMULATE_ACC_LEN": str(args.acc_len)} if args.acc_len else None
     port = free_port()
+    if args.stall_dump_s > 0:
+        markers = Path(tempfile.mkdtemp(prefix=f"stack-dump-{mode}-"))
+        env = with_stack_dumps({**os.environ, **(env or {})}, markers)
+        bench_env = with_stack_dumps(bench_env, markers)
     server = LaunchedServer(launch, port, out / f"server-{mode}.log", env=env)
-    points = []
+    points, watch = [], None
     try:
         server.start(args.start_timeout_s)
+        if args.stall_dump_s > 0:
+            watch = StallWatch(server.log, server.proc.pid, markers, quiet_s=args.stall_dump_s)
+            watch.start()
         for concurrency in args.concurrency:
             out_file = out / f"serving-{mode}-c{concurrency}.jsonl"
             cmd = bench_command(port, str(pair.target), concurrency, args.input_len, args.output_len, args.seed,
                                 out_file)
             log_path = out / f"bench-{mode}-c{concurrency}.log"
-            with open(log_path, "w") as log:
-                done = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, timeout=args.point_timeout_s,
-                                      env=bench_env)
-            point = read_point(mode, concurrency, out_file)
-            if done.returncode != 0 and point.error is None:
-                point = replace(point, error=f"benchmark exited {done.returncode}")
+            returncode, stalls = run_client(cmd, log_path, bench_env, args.point_timeout_s, watch)
+            point = replace(read_point(mode, concurrency, out_file), stalls=stalls)
+            if returncode != 0 and point.error is None:
+                point = replace(point, error=f"benchmark exited {returncode}")
             if point.error:
                 print(f"{mode} c{concurrency}: {point.error}; the last lines of {log_path.name}:\n"
                       f"{log_tail(log_path)}", file=sys.stderr)
@@ -146,8 +156,30 @@ def run_mode(mode: str, args: argparse.Namespace, out: Path, bench_env: dict[str
     except Exception as exc:  # noqa: BLE001 - record the failure, keep what was measured
         points.append(Point(mode, -1, 0, error=f"{type(exc).__name__}: {exc}"[:300]))
     finally:
+        if watch is not None:
+            watch.stop()
         server.stop()
     return points
+
+
+def run_client(cmd: list[str], log_path: Path, env: dict[str, str], timeout_s: float,
+               watch: StallWatch | None) -> tuple[int, list[dict]]:
+    """Run the benchmark client with ``watch`` armed while it runs; its exit status and the stalls seen."""
+    with open(log_path, "w") as log:
+        client = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+        first = len(watch.stalls) if watch else 0
+        if watch:
+            watch.extra_pids = lambda: [client.pid, *children_of(client.pid)]
+            watch.arm()
+        try:
+            returncode = client.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            client.kill()
+            raise
+        finally:
+            if watch:
+                watch.disarm()
+    return returncode, [asdict(s) for s in (watch.stalls[first:] if watch else [])]
 
 
 def table(points: list[Point]) -> str:
@@ -177,6 +209,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--start-timeout-s", type=float, default=300.0)
     p.add_argument("--point-timeout-s", type=float, default=300.0)
+    p.add_argument("--stall-dump-s", type=float, default=3.0,
+                   help="while a client runs, dump every server and client process's Python stacks into its log "
+                        "when the server log has been quiet this long (benchmark/tools/stall_watch.py); 0: off")
     p.add_argument("server_args", nargs="*", help="more launch_server arguments (after --)")
     return p.parse_args(argv)
 
