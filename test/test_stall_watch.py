@@ -84,7 +84,7 @@ def test_a_quiet_server_gets_its_stacks_dumped_and_lives_on(tmp_path: Path) -> N
         text = log.read_text()
         assert text.count("log line") == 20, text[-2000:]
         assert len(stalls) == 1, stalls
-        assert 2.0 <= stalls[0].quiet_s <= 4.0 and stalls[0].dumps == 1, stalls
+        assert 2.0 <= stalls[0].quiet_s <= 4.0 and stalls[0].dumps == 1 and stalls[0].ended_by == "log", stalls
         assert sorted(stalls[0].signalled) == sorted([proc.pid, child]), (stalls, proc.pid, child, sleeper)
         assert "quiet_spell_here" in text and "thread 0x" in text.lower(), text[-3000:]
         assert sleeper not in hooked([proc.pid, child, sleeper], markers)
@@ -121,3 +121,20 @@ def test_the_hook_runs_the_next_sitecustomize(tmp_path: Path) -> None:
     ran, pid = out.stdout.split()
     assert ran == "1", out
     assert (tmp_path / "m" / pid).exists()  # the hook left its marker
+
+
+def test_a_client_that_starts_slowly_or_winds_down_is_not_a_server_stall(tmp_path: Path) -> None:
+    """Armed while the log is quiet (a client importing for seconds before its first request): no stall until the
+    log has grown once. A quiet spell that the disarm closes is recorded as the client's end."""
+    log = tmp_path / "server.log"
+    log.write_text("started\n")
+    watch = StallWatch(log, os.getpid(), tmp_path / "none", quiet_s=0.3, poll_s=0.05)
+    watch.start()
+    watch.arm()
+    time.sleep(1.0)  # quiet, but nothing logged since the arm: the client has not reached the server yet
+    assert watch.stalls == []
+    with open(log, "a") as f:
+        f.write("first request\n")
+    time.sleep(0.8)  # now a quiet spell counts
+    stalls = watch.stop()
+    assert len(stalls) == 1 and stalls[0].ended_by == "end" and stalls[0].signalled == [], stalls

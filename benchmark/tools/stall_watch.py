@@ -6,14 +6,16 @@ scheduler and detokenizer it spawns, the benchmark client) registers ``faulthand
 prints all its threads' stacks to its stderr when it gets one and goes on, and leaves a file named by
 its pid in ``marker_dir``.
 
-``StallWatch(log, root_pid, extra_pids)`` is a thread that watches the server's log file. When the
-log has not grown for ``quiet_s`` seconds while it is armed (a client is running: the server logs a
+``StallWatch(log, root_pid, marker_dir, extra_pids)`` is a thread that watches the server's log file.
+When the log has not grown for ``quiet_s`` seconds while it is armed (a client is running and the
+server has logged since it started: the server logs a
 line per prefill and per 40 decode steps, so a running server is never that quiet), it sends SIGUSR2
 to every live process of the server's tree and of ``extra_pids`` that left its marker (only those
 registered the handler: SIGUSR2's default action ends a process, and a compiler or other non-Python
 child inherits the environment without running the hook) and records a ``Stall`` (when it began, relative to the watch's start;
 how long it lasted once the log grew again; the processes signalled). At most ``dumps_per_stall``
-dumps per stall, ``quiet_s`` apart. Session 24 met an 11-s stall of an EAGLE-3 kimi16 server under
+dumps per stall, ``quiet_s`` apart. A quiet spell that the client's end closes (its wind-down after
+the last response) is recorded with ``ended_by`` "end", one inside the run with "log". Session 24 met an 11-s stall of an EAGLE-3 kimi16 server under
 SGLang's serving benchmark at concurrency 8 whose cause the logs did not show; this is how the next
 run shows where every process was.
 """
@@ -51,6 +53,9 @@ class Stall:
     began_s: float  # since the watch started
     quiet_s: float = 0.0  # from the log's last growth to its next (or to the watch's end)
     dumps: int = 0
+    # "log": the log grew again (a stall inside the run); "end": the client ended first (its own
+    # wind-down after the last response: not a stall of the server's)
+    ended_by: str = ""
     signalled: list[int] = field(default_factory=list)
 
 
@@ -65,16 +70,17 @@ class StallWatch(threading.Thread):
         self._armed = threading.Event()
         self._halt = threading.Event()
         self._t0 = self._grew = time.monotonic()
-        self._size = 0
+        self._size, self._heard = 0, False
 
     def arm(self) -> None:
-        """Watch from now (a client starts)."""
-        self._size, self._grew = self._log_size(), time.monotonic()
+        """Watch from the log's next growth on (a client starts: its imports take seconds before its first
+        request, which the server logs)."""
+        self._size, self._grew, self._heard = self._log_size(), time.monotonic(), False
         self._armed.set()
 
     def disarm(self) -> None:
         self._armed.clear()
-        self._close_stall(time.monotonic())
+        self._close_stall(time.monotonic(), "end")
 
     def stop(self) -> list[Stall]:
         self.disarm()
@@ -92,9 +98,10 @@ class StallWatch(threading.Thread):
     def _targets(self) -> list[int]:
         return hooked([self.root_pid, *children_of(self.root_pid), *self.extra_pids()], self.marker_dir)
 
-    def _close_stall(self, now: float) -> None:
-        if self.stalls and self.stalls[-1].quiet_s == 0.0:
+    def _close_stall(self, now: float, ended_by: str) -> None:
+        if self.stalls and not self.stalls[-1].ended_by:
             self.stalls[-1].quiet_s = round(now - self._grew, 2)
+            self.stalls[-1].ended_by = ended_by
 
     def run(self) -> None:
         last_dump = 0.0
@@ -102,13 +109,15 @@ class StallWatch(threading.Thread):
             if not self._armed.is_set():
                 continue
             now, size = time.monotonic(), self._log_size()
-            stall = self.stalls[-1] if self.stalls and self.stalls[-1].quiet_s == 0.0 else None
+            stall = self.stalls[-1] if self.stalls and not self.stalls[-1].ended_by else None
             if size != self._size:
-                self._size = size
+                self._size, self._heard = size, True
                 # A dump's own lines grow the log: the stall goes on until the log grows past them.
                 if stall is None or now - last_dump > 1.0:
-                    self._close_stall(now)
+                    self._close_stall(now, "log")
                     self._grew = now
+                continue
+            if not self._heard:
                 continue
             if now - self._grew < self.quiet_s:
                 continue
