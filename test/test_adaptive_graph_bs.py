@@ -103,7 +103,8 @@ def init_states_list(tree: Path) -> Any:
     draft = SimpleNamespace(draft_tp_context=lambda group: nullcontext(), draft_runner=SimpleNamespace(tp_group=None),
                             parallel_layout=None,
                             draft_attn_backend=None, cuda_graph_runner=None, draft_extend_attn_backend=None,
-                            cuda_graph_runner_for_draft_extend=None)
+                            cuda_graph_runner_for_draft_extend=None,
+                            cuda_graph_runner_for_draft_extend_kv_only=None)  # 0034
     target = SimpleNamespace(model_runner=SimpleNamespace(attn_backend=None, decode_cuda_graph_runner=None))
     worker = SimpleNamespace(adaptive_controller=Recorder(), _draft_worker=draft, _target_worker=target,
                              speculative_num_steps=3, speculative_num_draft_tokens=4)
