@@ -79,11 +79,13 @@ def _two_ranks(asp: Any, cfg: str, agreeing: bool, results: int = 1500) -> tuple
     return trace[0], trace[1], len(handed), taken[0]
 
 
-@pytest.mark.parametrize("tree_name", PATCHED)
-def test_ranks_with_their_own_clocks_run_the_same_step_counts(trees, tree_name: str, tmp_path: Path,  # noqa: F811
-                                                              monkeypatch) -> None:
+@pytest.fixture(params=PATCHED)
+def asp(request, trees, monkeypatch) -> Any:  # noqa: F811
     monkeypatch.delenv("SGLANG_SPEC_ADAPTIVE_POLICY", raising=False)
-    asp = TreeImporter.module(trees.get(tree_name), MODULE)
+    return TreeImporter.module(trees.get(request.param), MODULE)
+
+
+def test_ranks_with_their_own_clocks_run_the_same_step_counts(asp, tmp_path: Path) -> None:
     rank0, rank1, handed, taken = _two_ranks(asp, _config(tmp_path), agreeing=True)
     assert len(set(rank0)) > 1, "the slot never switched: the simulation shows nothing"
     first = next((i for i, (a, b) in enumerate(zip(rank0, rank1)) if a != b), None)
@@ -91,19 +93,13 @@ def test_ranks_with_their_own_clocks_run_the_same_step_counts(trees, tree_name: 
     assert handed == taken > 0  # every decision point met on both ranks, in step
 
 
-@pytest.mark.parametrize("tree_name", PATCHED)
-def test_without_the_agreement_the_ranks_diverge(trees, tree_name: str, tmp_path: Path,  # noqa: F811
-                                                 monkeypatch) -> None:
+def test_without_the_agreement_the_ranks_diverge(asp, tmp_path: Path) -> None:
     """The simulation can fail: the same two ranks, no agreement function (a single rank's setting)."""
-    monkeypatch.delenv("SGLANG_SPEC_ADAPTIVE_POLICY", raising=False)
-    asp = TreeImporter.module(trees.get(tree_name), MODULE)
     rank0, rank1, handed, _ = _two_ranks(asp, _config(tmp_path), agreeing=False)
     assert rank0 != rank1 and handed == 0
 
 
-@pytest.mark.parametrize("tree_name", PATCHED)
-def test_rank0_decides_broadcasts_over_the_group(trees, tree_name: str) -> None:  # noqa: F811
-    asp = TreeImporter.module(trees.get(tree_name), MODULE)
+def test_rank0_decides_broadcasts_over_the_group(asp) -> None:
     assert asp.rank0_decides(None) is None
     assert asp.rank0_decides(types.SimpleNamespace(world_size=1)) is None
     sent = []
