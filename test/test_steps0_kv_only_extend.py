@@ -166,9 +166,10 @@ def test_forward_kv_only_writes_the_reference_kv_and_nothing_else(trees, tree_na
 def eagle3_gate(tree: Path, **changes: Any) -> bool:
     name = "LlamaForCausalLMEagle3.supports_draft_kv_only"
     fn = patched_defs(tree, MODEL, [name], extra={})[name]
-    c = dict(layers=1, quant=None, mrope=False, window=None, k_scale=None)
+    c = dict(layers=1, quant=None, mrope=False, window=None, k_scale=None, bias=None)
     c.update(changes)
-    layer = SimpleNamespace(self_attn=SimpleNamespace(attn=SimpleNamespace(k_scale=c["k_scale"])))
+    layer = SimpleNamespace(self_attn=SimpleNamespace(attn=SimpleNamespace(k_scale=c["k_scale"]),
+                                                      qkv_proj=SimpleNamespace(bias=c["bias"])))
     model = SimpleNamespace(
         model=SimpleNamespace(layers=[layer] * c["layers"], is_mrope_enabled=c["mrope"]),
         quant_config=c["quant"], _draft_window_size=c["window"])
@@ -179,7 +180,8 @@ def eagle3_gate(tree: Path, **changes: Any) -> bool:
 def test_the_model_supports_only_one_plain_layer(trees, tree_name: str) -> None:
     tree = trees.get(tree_name)
     assert eagle3_gate(tree) is True
-    for change in ({"layers": 2}, {"quant": object()}, {"mrope": True}, {"window": 512}, {"k_scale": 0.5}):
+    for change in ({"layers": 2}, {"quant": object()}, {"mrope": True}, {"window": 512}, {"k_scale": 0.5},
+                   {"bias": object()}):
         assert eagle3_gate(tree, **change) is False, change
 
 
