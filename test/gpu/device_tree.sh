@@ -6,27 +6,28 @@
 #
 # The device tool copies the tracked and untracked-not-ignored files plus the carried paths, at most
 # 64 MiB; the slim bundle with the Marlin JIT cache is 60.6 MiB. No device script reads the folders hidden
-# here: benchmark/results (the committed runs, most of the tracked tree), patches/upstream (the 0.5.23
-# port; the bundle carries the patched wheel) and docs. Nothing is deleted: the files stay on disk, and
+# here: benchmark/results (the committed runs, most of the tracked tree), the 0.5.23 port's .patch files
+# (the bundle carries the patched wheel; its series file stays, test/sglang_trees.py reads it at import)
+# and docs. Nothing is deleted: the files stay on disk, and
 # `restore` puts them back in the index. Between hide and restore the index shows them as deleted: do not
 # commit then (hide refuses to start with staged changes for that reason).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 EXCLUDE=$(git rev-parse --git-path info/exclude)
-HIDDEN=(benchmark/results patches/upstream docs)
+HIDDEN=(benchmark/results docs 'patches/upstream/*/*.patch')
 case "${1:-}" in
   hide)
     git diff --cached --quiet || { echo "device_tree.sh: staged changes in the index; commit or unstage them first" >&2; exit 1; }
     for d in "${HIDDEN[@]}"; do
-      git rm -r -q --cached "$d"
-      grep -qxF "/$d/" "$EXCLUDE" 2>/dev/null || echo "/$d/" >> "$EXCLUDE"
+      git rm -r -q --cached -- "$d"
+      grep -qxF "/$d" "$EXCLUDE" 2>/dev/null || echo "/$d" >> "$EXCLUDE"
     done
     echo "device_tree.sh: ${HIDDEN[*]} hidden from the device copy; run 'restore' after the call" ;;
   restore)
-    git reset -q -- "${HIDDEN[@]}"
+    git reset -q -- "${HIDDEN[@]}"  # pathspecs: git expands the glob
     if [ -f "$EXCLUDE" ]; then
       cp "$EXCLUDE" "$EXCLUDE.tmp"
-      for d in "${HIDDEN[@]}"; do grep -vxF "/$d/" "$EXCLUDE.tmp" > "$EXCLUDE.tmp2" || true; mv "$EXCLUDE.tmp2" "$EXCLUDE.tmp"; done
+      for d in "${HIDDEN[@]}"; do grep -vxF "/$d" "$EXCLUDE.tmp" > "$EXCLUDE.tmp2" || true; mv "$EXCLUDE.tmp2" "$EXCLUDE.tmp"; done
       mv "$EXCLUDE.tmp" "$EXCLUDE"
     fi
     echo "device_tree.sh: ${HIDDEN[*]} back in the index" ;;
