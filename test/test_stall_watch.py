@@ -4,14 +4,16 @@ Real processes on CPU: a stand-in "server" (Python, its own session, its output 
 every 50 ms, goes quiet for 2.5 s inside a function named ``quiet_spell_here``, then logs again; it starts a
 Python child with the same environment and a ``sleep`` child (not Python: it inherits the environment but never
 runs the hook). The watch must record one stall of about 2.5 s, dump the stacks of the hooked processes into the
-log (the quiet function's name appears), signal only them (``sleep`` lives on: SIGUSR2 would have ended it) and
-leave every process running. Also: the hook chains to the next ``sitecustomize`` on the path, and nothing is
+log (the quiet function's name appears), one process at a time (the signals ``stagger_s`` apart, every dumped
+line whole: dumps written at once interleave in the shared log), signal only them (``sleep`` lives on: SIGUSR2
+would have ended it) and leave every process running. Also: the hook chains to the next ``sitecustomize`` on the path, and nothing is
 recorded while the watch is disarmed.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -19,6 +21,7 @@ import textwrap
 import time
 from pathlib import Path
 
+from benchmark.tools import stall_watch
 from benchmark.tools.stall_watch import HOOK_DIR, MARKER_ENV, StallWatch, hooked, with_stack_dumps
 
 SERVER = textwrap.dedent("""
@@ -69,9 +72,18 @@ def test_env_puts_the_hook_first_and_keeps_the_path(tmp_path: Path) -> None:
     assert with_stack_dumps({}, tmp_path / "m")["PYTHONPATH"] == str(HOOK_DIR)
 
 
-def test_a_quiet_server_gets_its_stacks_dumped_and_lives_on(tmp_path: Path) -> None:
+def test_a_quiet_server_gets_its_stacks_dumped_and_lives_on(tmp_path: Path, monkeypatch) -> None:
     proc, log, markers = _start_server(tmp_path, quiet_s=2.5)
-    watch = StallWatch(log, proc.pid, markers, quiet_s=1.0, dumps_per_stall=1, poll_s=0.05)
+    watch = StallWatch(log, proc.pid, markers, quiet_s=1.0, dumps_per_stall=1, poll_s=0.05, stagger_s=0.3)
+    sent: list[tuple[int, float]] = []
+    real_kill = os.kill
+
+    def recording_kill(pid: int, sig: int) -> None:
+        if sig == signal.SIGUSR2:
+            sent.append((pid, time.monotonic()))
+        real_kill(pid, sig)
+
+    monkeypatch.setattr(stall_watch.os, "kill", recording_kill)
     try:
         child, sleeper = _children(log)
         watch.start()
@@ -87,6 +99,11 @@ def test_a_quiet_server_gets_its_stacks_dumped_and_lives_on(tmp_path: Path) -> N
         assert 2.0 <= stalls[0].quiet_s <= 4.0 and stalls[0].dumps == 1 and stalls[0].ended_by == "log", stalls
         assert sorted(stalls[0].signalled) == sorted([proc.pid, child]), (stalls, proc.pid, child, sleeper)
         assert "quiet_spell_here" in text and "thread 0x" in text.lower(), text[-3000:]
+        # One process at a time (they share the log): the signals stagger_s apart, and every dump line whole.
+        assert len(sent) == 2 and sent[1][1] - sent[0][1] >= 0.3, sent
+        dump = [line for line in text.splitlines() if line != "log line" and not line.startswith("children")]
+        whole = re.compile(r'^((Current thread|Thread) 0x[0-9a-f]+ \(most recent call first\):|  File ".+", line \d+ in \S+|)$')
+        assert all(whole.match(line) for line in dump), dump
         assert sleeper not in hooked([proc.pid, child, sleeper], markers)
         for pid in (proc.pid, child, sleeper):
             os.kill(pid, 0)  # all alive: the dump did not end the hooked ones, and sleep was never signalled

@@ -12,12 +12,14 @@ server has logged since it started: the server logs a
 line per prefill and per 40 decode steps, so a running server is never that quiet), it sends SIGUSR2
 to every live process of the server's tree and of ``extra_pids`` that left its marker (only those
 registered the handler: SIGUSR2's default action ends a process, and a compiler or other non-Python
-child inherits the environment without running the hook) and records a ``Stall`` (when it began, relative to the watch's start;
+child inherits the environment without running the hook), one process every ``stagger_s`` (they share
+the server's log, and dumps written at once interleave there), and records a ``Stall`` (when it began, relative to the watch's start;
 how long it lasted once the log grew again; the processes signalled). At most ``dumps_per_stall``
 dumps per stall, ``quiet_s`` apart. A quiet spell that the client's end closes (its wind-down after
 the last response) is recorded with ``ended_by`` "end", one inside the run with "log". Session 24 met an 11-s stall of an EAGLE-3 kimi16 server under
-SGLang's serving benchmark at concurrency 8 whose cause the logs did not show; this is how the next
-run shows where every process was.
+SGLang's serving benchmark at concurrency 8 whose cause the logs did not show; in session 25 a 4-s
+stall of the same server's first request dumped its scheduler inside Triton's compiler (a JIT compile
+of the extend attention kernel).
 """
 
 from __future__ import annotations
@@ -62,10 +64,11 @@ class Stall:
 class StallWatch(threading.Thread):
     def __init__(self, log: Path, root_pid: int, marker_dir: Path,
                  extra_pids: Callable[[], Iterable[int]] = lambda: (), quiet_s: float = 3.0,
-                 dumps_per_stall: int = 2, poll_s: float = 0.2) -> None:
+                 dumps_per_stall: int = 2, poll_s: float = 0.2, stagger_s: float = 0.25) -> None:
         super().__init__(daemon=True)
         self.log, self.root_pid, self.marker_dir, self.extra_pids = log, root_pid, marker_dir, extra_pids
         self.quiet_s, self.dumps_per_stall, self.poll_s = quiet_s, dumps_per_stall, poll_s
+        self.stagger_s = stagger_s  # between two processes' dumps
         self.stalls: list[Stall] = []
         self._armed = threading.Event()
         self._halt = threading.Event()
@@ -126,11 +129,15 @@ class StallWatch(threading.Thread):
                 self.stalls.append(stall)
             if stall.dumps < self.dumps_per_stall and now - last_dump >= self.quiet_s:
                 targets = self._targets()
-                for pid in targets:
+                for i, pid in enumerate(targets):
+                    # One process at a time: the server's processes share one log, and dumps written at
+                    # once interleave there line by line.
+                    if i and self._halt.wait(self.stagger_s):
+                        break
                     try:
                         os.kill(pid, signal.SIGUSR2)
                     except OSError:
                         pass
                 stall.dumps += 1
                 stall.signalled = sorted(set(stall.signalled) | set(targets))
-                last_dump = now
+                last_dump = time.monotonic()
