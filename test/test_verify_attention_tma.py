@@ -293,12 +293,12 @@ def test_bench_tiles_are_module_tiles(module):
 def test_xcompile_compiles_the_patched_trees_files(trees):  # noqa: F811
     """xcompile takes the module (and patch 0007's, which it imports) from the patch texts: they must be the
     patched tree's files."""
-    from benchmark.tools.attn_verify_bench import file_from_patch, patch_creating
+    from benchmark.tools.attn_verify_bench import file_from_series
     from fastpath_kernels.attention_tma.xcompile import GROUPED_FILE, TMA_FILE
     from sglang_fastpath.paths import patches_dir
 
     for path in (TMA_FILE, GROUPED_FILE):
-        assert file_from_patch(patch_creating(path, patches_dir()), path) == (trees.patched / path).read_text()
+        assert file_from_series(path, patches_dir()) == (trees.patched / path).read_text()
 
 
 def test_gpu_default_compiles_to_tma_and_wgmma_for_sm90(monkeypatch):

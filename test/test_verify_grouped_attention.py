@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from benchmark.tools.attn_verify_bench import KERNEL_FILE, file_from_patch, patch_creating
+from benchmark.tools.attn_verify_bench import KERNEL_FILE, file_from_series
 from fastpath_fixtures import script_env
 from fastpath_kernels.ptxas import ptxas_usage
 from sglang_fastpath.paths import patches_dir
@@ -408,11 +408,11 @@ def test_reference_is_not_trivial():
     assert not all(torch.equal(m, torch.ones_like(m).tril()) for m in x["draft_masks"])
 
 
-def test_gpu_bench_runs_the_kernel_the_patch_creates(trees):  # noqa: F811
-    """benchmark/tools/attn_verify_bench.py rebuilds the kernel file from the patch: it must be the patched tree's."""
-    patch = patch_creating(KERNEL_FILE, patches_dir())
+def test_gpu_bench_runs_the_kernel_the_patches_make(trees):  # noqa: F811
+    """benchmark/tools/attn_verify_bench.py rebuilds the kernel file from the patches (0007 creates it, 0035 adds
+    decode): it must be the patched tree's."""
     assert source(trees.patched, VERIFY) == trees.patched / KERNEL_FILE
-    assert file_from_patch(patch, KERNEL_FILE) == (trees.patched / KERNEL_FILE).read_text()
+    assert file_from_series(KERNEL_FILE, patches_dir()) == (trees.patched / KERNEL_FILE).read_text()
 
 
 SM120_SHARED, SM90_SHARED = 101376, 232448  # opt-in shared memory per block (RTX PRO 6000, H200)
@@ -447,7 +447,7 @@ def xcompile_stage1(tree: Path, arch: int, k: int, heads: int, max_shared: int |
                   "BLOCK_T": 16, "BLOCK_DMODEL": 512, "BLOCK_DPE": 64, "BLOCK_DV": 512 // dv_splits,
                   "DV_SPLITS": dv_splits, "SIBLINGS": dv_splits.bit_length() - 1, "Lk": 576, "Lv": 512,
                   "PAGE_SIZE": 1, "V_FROM_K": True, "USE_CUSTOM_MASK": False, "HAS_LOGIT_CAP": False,
-                  "DIRECT_OUT": direct}
+                  "DIRECT_OUT": direct, "HAS_EXTEND": True}
     signature, attrs = {}, {}
     for i, name in enumerate(kernel.arg_names):
         if name in pointers:
@@ -541,13 +541,16 @@ def _bench_on_cpu(monkeypatch, tree: Path):
         lens = (indptr[1:] - indptr[:-1]).tolist()
         defs["verify_grouped_plan"](k, len(lens), q.shape[1], key.shape[1], q.shape[2], o.shape[2], True,
                                     key.element_size(), q.device, max_kv_splits, min_split_len, **tile)
-        if (q.data_ptr(), indices.data_ptr()) not in outputs:
+        if k_ext is None:  # decode (patch 0035): no draft tokens, the KV indices cover every key
+            k_ext, v_ext = key[:0], value[:0]
+        key_of = (q.data_ptr(), tuple(q.shape), indices.data_ptr())
+        if key_of not in outputs:
             x = {"q": q, "draft_k": k_ext, "draft_v": v_ext, "key": key, "value": value, "kv_indptr": indptr,
                  "kv_indices": indices, "lens": lens, "k": k, "heads": q.shape[1], "kv_heads": key.shape[1],
                  "lv": o.shape[2], "sm_scale": scale,
-                 "draft_masks": [torch.ones(k, k, dtype=torch.bool).tril()] * len(lens)}
-            outputs[(q.data_ptr(), indices.data_ptr())] = bench.reference(x)
-        o.copy_(outputs[(q.data_ptr(), indices.data_ptr())])
+                 "draft_masks": [torch.ones(k, k, dtype=torch.bool).tril()[:, :len(k_ext) // len(lens)]] * len(lens)}
+            outputs[key_of] = bench.reference(x)
+        o.copy_(outputs[key_of])
 
     class Grid:  # get_num_kv_splits_triton[(1,)](...)
         def __getitem__(self, grid):
@@ -567,9 +570,11 @@ def test_gpu_bench_harness_runs_on_cpu(monkeypatch, trees):  # noqa: F811
     bench, kern, args = _bench_on_cpu(monkeypatch, trees.patched)
     points, log = bench.Points(args), []
     records, skipped = bench.run_timing(kern, points, (None, "not on CPU"), args, time.time() + 600, log.append)
-    assert not skipped and len(records) == 8 * 6  # grouped x3, decode x2, extend per point
+    assert not skipped and len(records) == 8 * 7  # grouped x3, decode x2, grouped-decode, extend per point
     assert {r["variant"] for r in records} == {"grouped", "grouped-replay1", "grouped-p64", "decode",
-                                                "decode-replay1", "extend"}
+                                                "decode-replay1", "grouped-decode", "extend"}
+    assert all(r["k"] == 1 and r["mode"] == "attn_decode" and r["rel_err"] < 1e-2
+               for r in records if r["variant"] == "grouped-decode")
     assert all(r.get("rel_err", 0) < 1e-2 for r in records), [r for r in records if r.get("rel_err", 0) >= 1e-2]
     sweep = bench.run_sweep(kern, points, args, time.time() + 600, log.append)
     assert not [r for r in sweep if "error" in r], [r for r in sweep if "error" in r][:3]

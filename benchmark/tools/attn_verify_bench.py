@@ -17,7 +17,8 @@ from the sglang-kernel 0.4.5 wheel). Without it, FlashMLA is skipped with a one-
 2. Timing, MLA, K draft tokens (4), H 32/8 x bs 1/8 x context 1k/8k/32k, page size 1 (slots scattered
    over the pool): the new kernel with its default settings (``grouped``), SGLang 0.5.17's
    ``extend_attention_fwd`` (what verify runs without the patch, ``extend``), its ``decode_attention_fwd``
-   with one query per request (``decode``), the new kernel on 64-token pages (``grouped-p64``, the layout
+   with one query per request (``decode``), the new kernel on the same decode inputs without extend tokens
+   (``grouped-decode``, patch 0035), the new kernel on 64-token pages (``grouped-p64``, the layout
    FlashMLA reads) and FlashMLA (``flashmla``, page 64) where it loads.
    Method: N back-to-back calls captured in ONE CUDA graph, call i reading its own copy of the KV
    (disjoint slots of one pool; the N copies together at least 4x the 50 MB L2, N >= ``--calls``),
@@ -99,12 +100,44 @@ def patch_creating(path: str, patch_dir: Path = ROOT / "patches") -> Path:
     return found[0]
 
 
+def file_from_series(path: str, patch_dir: Path = ROOT / "patches") -> str:
+    """The text of ``path`` as the series leaves it: the patch that creates it, then the hunks of every later
+    patch of the folder that changes it, applied in order (their context must match exactly)."""
+    first = patch_creating(path, patch_dir)
+    lines = file_from_patch(first, path).splitlines()
+    header = f"diff --git a/{path} b/{path}\n"
+    for patch in sorted(patch_dir.glob("[0-9]*.patch")):
+        text = patch.read_text()
+        if patch.name <= first.name or header not in text:
+            continue
+        body = text[text.index(header):]
+        end = body.find("\ndiff --git ", 1)
+        body = body if end == -1 else body[: end + 1]
+        shift = 0
+        for hunk in body.split("\n@@ ")[1:]:
+            head, *rows = hunk.split("\n")
+            (start, n_old), (_, n_new) = ((int(v) for v in (r[1:] + ",1").split(",")[:2]) for r in head.split()[:2])
+            start += shift - (n_old > 0)
+            old, new = [], []
+            for r in rows:  # as many rows as the header counts (a signature "-- " may follow the last hunk)
+                if len(old) == n_old and len(new) == n_new:
+                    break
+                if r[:1] in (" ", "-"):
+                    old.append(r[1:])
+                if r[:1] in (" ", "+"):
+                    new.append(r[1:])
+            assert lines[start:start + len(old)] == old, f"{patch.name} does not apply to {path}"
+            lines[start:start + len(old)] = new
+            shift += len(new) - len(old)
+    return "\n".join(lines) + "\n"
+
+
 def load_verify_kernel(patch_dir: Path = ROOT / "patches"):
-    """``verify_grouped_attention`` from the committed patch, imported as a standalone module."""
+    """``verify_grouped_attention`` from the committed patches, imported as a standalone module."""
     patch = patch_creating(KERNEL_FILE, patch_dir)
     folder = Path(tempfile.mkdtemp(prefix="verify-kernel-"))
     path = folder / "verify_grouped_attention.py"
-    path.write_text(file_from_patch(patch, KERNEL_FILE))
+    path.write_text(file_from_series(KERNEL_FILE, patch_dir))
     spec = importlib.util.spec_from_file_location("fastpath_verify_grouped_attention", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -253,6 +286,24 @@ class Kernels:
                                            x["kv_indptr"], indices, logits, lse, splits, DECODE_MAX_KV_SPLITS,
                                            x["sm_scale"], 1.0, 1.0, has_mla=x["lv"] < x["lk"], use_pdl=self.use_pdl)
         return call, o
+
+    def grouped_decode(self, x: dict) -> tuple[Callable[[torch.Tensor | None], Callable[[], None]], torch.Tensor]:
+        """``decode``'s queries and prefixes through the new kernel without extend tokens (patch 0035), as
+        forward_decode calls it with SGLANG_ENABLE_TRITON_GROUPED_DECODE: a factory of calls and the output."""
+        q = x["q"][:: x["k"]].contiguous()
+        o = torch.empty(len(x["lens"]), x["heads"], x["lv"], device=DEVICE, dtype=q.dtype)
+
+        def call(kv_indices: torch.Tensor | None = None) -> Callable[[], None]:
+            indices = x["kv_indices"] if kv_indices is None else kv_indices
+            return lambda: self.verify(q, None, None, o, paged(x["key"], x["page"]), paged(x["value"], x["page"]),
+                                       x["kv_indptr"], indices, 1, x["sm_scale"], page_size=x["page"])
+        return call, o
+
+
+def decode_reference(x: dict) -> torch.Tensor:
+    """``reference`` for ``decode``'s problem: each request's first query over its prefix alone."""
+    return reference({**x, "q": x["q"][:: x["k"]], "k": 1, "draft_k": x["draft_k"][:0], "draft_v": x["draft_v"][:0],
+                      "draft_masks": [torch.ones(1, 0, dtype=torch.bool, device=DEVICE)] * len(x["lens"])})
 
 
 def load_flashmla(so_path: Path | None) -> tuple[object | None, str]:
@@ -589,7 +640,7 @@ def timing_jobs(args) -> list[dict]:
                      "tree": False}
             jobs += [{"kind": "grouped", **shape, "page": 1, "kw": {}}, {"kind": "grouped", **shape, "page": 64,
                                                                           "kw": {}}]
-            jobs += [{"kind": kind, **shape, "page": 1} for kind in ("decode", "extend")]
+            jobs += [{"kind": kind, **shape, "page": 1} for kind in ("decode", "grouped-decode", "extend")]
     return jobs
 
 
@@ -618,6 +669,10 @@ def run_timing(kern: Kernels, points: Points, flash, args, deadline: float, log)
         decode_call, _ = kern.decode(x)
         decode = graph_time_us([decode_call(idx) for idx in x["rot_indices"]])
         decode1 = time_us(decode_call())
+        gdecode_call, gdecode_o = kern.grouped_decode(x)
+        gdecode_call()()
+        err_gdecode = rel_err(gdecode_o, decode_reference(x))
+        gdecode = graph_time_us([gdecode_call(idx) for idx in x["rot_indices"]])
         xp = p64_view(x)
         kern.grouped(xp, o)()
         err_p64 = rel_err(o, x["ref"])
@@ -627,9 +682,12 @@ def run_timing(kern: Kernels, points: Points, flash, args, deadline: float, log)
                 point_record("attn_verify", "grouped-p64", xp, args.k, ctx, grouped_p64, rel_err=err_p64,
                              settings=plan, **method),
                 point_record("attn_decode", "decode", x, 1, ctx, decode, **method),
-                point_record("attn_decode", "decode-replay1", x, 1, ctx, decode1, **old)]
+                point_record("attn_decode", "decode-replay1", x, 1, ctx, decode1, **old),
+                point_record("attn_decode", "grouped-decode", x, 1, ctx, gdecode, rel_err=err_gdecode,
+                             settings=kern.plan({**x, "k": 1}), **method)]
         line = (f"time h{heads} bs{bs} ctx{ctx}: grouped {grouped[0]:.1f} us (1/graph {grouped1[0]:.1f}, "
-                f"p64 {grouped_p64[0]:.1f}), decode {decode[0]:.1f} us (1/graph {decode1[0]:.1f})")
+                f"p64 {grouped_p64[0]:.1f}), decode {decode[0]:.1f} us (1/graph {decode1[0]:.1f}, grouped "
+                f"{gdecode[0]:.1f}, rel_err {err_gdecode:.1e})")
         if not args.no_extend:
             ext_calls = [kern.extend(x, torch.empty_like(o), kv_indices=idx) for idx in x["rot_indices"][:4]]
             extend = graph_time_us(ext_calls, min_reps=3)
@@ -833,6 +891,8 @@ def compile_worker(jobs_file: Path, kernel_file: Path, index: int, workers: int)
                 kern.grouped(x, o, **job["kw"])()
             elif job["kind"] == "extend":
                 kern.extend(x, o)()
+            elif job["kind"] == "grouped-decode":
+                kern.grouped_decode(x)[0]()()
             else:
                 kern.decode(x)[0]()()
             torch.cuda.synchronize()
@@ -888,9 +948,9 @@ def table(records: list[dict]) -> str:
     for r in records:
         rows.setdefault((r["heads"], r["bs"], r["ctx"]), {})[r["variant"]] = r
     lines = ["heads bs   ctx | grouped us (GB/s) | 1/graph | p64 us | extend us | decode us | 1/graph | "
-             "flashmla us | grouped/decode | floor us",
+             "g-decode us | flashmla us | grouped/decode | floor us",
              "--------------+-------------------+---------+--------+-----------+-----------+---------+"
-             "-------------+----------------+---------"]
+             "-------------+-------------+----------------+---------"]
 
     def us(v: dict, name: str, width: int) -> str:
         return f"{v[name]['value']:{width}.1f}" if name in v else f"{'-':>{width}}"
@@ -898,7 +958,8 @@ def table(records: list[dict]) -> str:
         g, d = v["grouped"], v["decode"]
         lines.append(f"{heads:5d} {bs:2d} {ctx:5d} | {g['value']:8.1f} ({g['gbps']:6.0f}) | "
                      f"{us(v, 'grouped-replay1', 7)} | {us(v, 'grouped-p64', 6)} | {us(v, 'extend', 9)} | "
-                     f"{d['value']:9.1f} | {us(v, 'decode-replay1', 7)} | {us(v, 'flashmla', 11)} | "
+                     f"{d['value']:9.1f} | {us(v, 'decode-replay1', 7)} | {us(v, 'grouped-decode', 11)} | "
+                     f"{us(v, 'flashmla', 11)} | "
                      f"{g['value'] / d['value']:14.2f} | {g['floor_us']:8.2f}")
     return "\n".join(lines)
 

@@ -10,7 +10,7 @@ Run it from the repository root. Needs only the ``triton`` wheel (no GPU; torch 
 ``pip install triton==3.6.0`` venv works: that is the GPU host's Triton) and no SGLang.
 
 Where the kernel comes from (``load_module``): the committed patches, not an installed SGLang (a CPU machine has
-none, and a GPU host's fork may predate the patch). benchmark/tools/attn_verify_bench.py's ``file_from_patch``
+none, and a GPU host's fork may predate the patch). benchmark/tools/attn_verify_bench.py's ``file_from_series``
 writes the two files the kernel's module needs into a temporary folder: 0032's ``verify_mla_tma.py`` and 0007's
 ``verify_grouped_attention.py``, from which it imports ``_verify_grouped_merge``, ``_max_shared_memory``,
 ``_multiprocessor_count`` and ``MAX_VERIFY_TOKENS``. Both are executed as standalone modules; while they run,
@@ -41,7 +41,7 @@ except ImportError:  # a bare triton venv: the modules need torch at call time, 
 
 import triton  # noqa: E402
 
-from benchmark.tools.attn_verify_bench import ROOT, file_from_patch, patch_creating  # noqa: E402
+from benchmark.tools.attn_verify_bench import ROOT, file_from_series  # noqa: E402
 from fastpath_kernels.attention_tma.bench import CANDIDATE_TILES  # noqa: E402
 from fastpath_kernels.ptxas import ptxas_usage  # noqa: E402
 
@@ -56,9 +56,9 @@ def _extract_kv_strides(*args, **kwargs):
 
 
 def _from_patch(folder: Path, path: str, name: str, patch_dir: Path) -> types.ModuleType:
-    """The file ``path`` as the patch of ``patch_dir`` that creates it has it, executed as module ``name``."""
+    """The file ``path`` as the patches of ``patch_dir`` leave it, executed as module ``name``."""
     file = folder / Path(path).name
-    file.write_text(file_from_patch(patch_creating(path, patch_dir), path))
+    file.write_text(file_from_series(path, patch_dir))
     spec = importlib.util.spec_from_file_location(name, file)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
