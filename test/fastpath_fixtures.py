@@ -63,3 +63,17 @@ def make_wheel(folder: Path, name: str, version: str, files: dict[str, bytes | s
             record += f"{member},{record_hash(data)},{len(data)}\n"
         zf.writestr(info + "RECORD", record + f"{info}RECORD,,\n")
     return path
+
+
+def replay_in_cuda_graph(call, out) -> None:
+    """Capture ``call(out)`` in a CUDA graph (after one warm call), NaN-fill ``out``, replay and synchronize: what
+    the GPU tests check a kernel's output against after an eager run."""
+    import torch
+
+    call(out)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        call(out)
+    out.fill_(float("nan"))
+    graph.replay()
+    torch.cuda.synchronize()

@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from fastpath_fixtures import script_env
+from fastpath_fixtures import replay_in_cuda_graph, script_env
 from sglang_trees import TreeImporter, _parsed, _used_names, annotations_flag, load_defs, source, trees  # noqa: F401
 from test_verify_grouped_attention import BACKEND, DECODE, MAX_VERIFY_TOKENS, SCORE_MOD, VERIFY, FakePool, load_kernels
 
@@ -437,12 +437,7 @@ def test_compiled_on_gpu_matches_float64_reference(name: str, dtype: str):
     o.fill_(float("nan"))
     call(o)
     check(o, "default plan")
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        call(o)
-    o.fill_(float("nan"))
-    graph.replay()
-    torch.cuda.synchronize()
+    replay_in_cuda_graph(call, o)
     check(o, "graph replay")
 
 

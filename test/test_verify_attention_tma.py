@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from fastpath_fixtures import script_env
+from fastpath_fixtures import replay_in_cuda_graph, script_env
 from sglang_trees import TreeImporter, trees  # noqa: F401 (trees: a module-scoped fixture)
 
 MODULE = "sglang.kernels.ops.attention.verify_mla_tma"
@@ -364,14 +364,7 @@ def test_compiled_on_gpu_matches_float64_reference(name: str, dtype: str):
     o.fill_(float("nan"))
     call(o)  # the default tile and split rule
     check(o, "default tile")
-    o.fill_(float("nan"))
-    call(o)  # warm, then capture
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        call(o)
-    o.fill_(float("nan"))
-    graph.replay()
-    torch.cuda.synchronize()
+    replay_in_cuda_graph(call, o)
     check(o, "graph replay")
 
 
