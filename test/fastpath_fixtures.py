@@ -65,6 +65,22 @@ def make_wheel(folder: Path, name: str, version: str, files: dict[str, bytes | s
     return path
 
 
+def installed_gpu_module(name: str, what: str):
+    """The installed fork's module ``name`` for a GPU test; skips without CUDA, or when it does not import
+    (``what``: the fork it needs, e.g. "the fork with patch 0032")."""
+    import importlib
+
+    import pytest
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU")
+    try:
+        return importlib.import_module(name)
+    except Exception as e:  # noqa: BLE001
+        pytest.skip(f"{name} not importable ({what} is not installed): {type(e).__name__}: {e}")
+
+
 def replay_in_cuda_graph(call, out) -> None:
     """Capture ``call(out)`` in a CUDA graph (after one warm call), NaN-fill ``out``, replay and synchronize: what
     the GPU tests check a kernel's output against after an eager run."""

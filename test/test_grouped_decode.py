@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from fastpath_fixtures import replay_in_cuda_graph, script_env
+from fastpath_fixtures import installed_gpu_module, replay_in_cuda_graph, script_env
 from sglang_trees import TreeImporter, _parsed, _used_names, annotations_flag, load_defs, source, trees  # noqa: F401
 from test_verify_grouped_attention import BACKEND, DECODE, MAX_VERIFY_TOKENS, SCORE_MOD, VERIFY, FakePool, load_kernels
 
@@ -400,14 +400,7 @@ def test_init_turns_decode_grouped_on_for_the_target_only(trees, environ, monkey
 def test_compiled_on_gpu_matches_float64_reference(name: str, dtype: str):
     """The interpreter cases compiled on a GPU with the installed fork's module, fp16 and bf16, with the case's
     splits and the default plan, eagerly and captured in a CUDA graph (replayed into a NaN-poisoned output)."""
-    if not torch.cuda.is_available():
-        pytest.skip("no CUDA GPU")
-    import importlib
-
-    try:
-        module = importlib.import_module(VERIFY)
-    except Exception as e:  # noqa: BLE001
-        pytest.skip(f"{VERIFY} not importable (the fork is not installed): {type(e).__name__}: {e}")
+    module = installed_gpu_module(VERIFY, "the fork")
     if "HAS_EXTEND" not in module._verify_grouped_stage1.arg_names:
         pytest.skip("the installed fork predates patch 0035 (no decode mode)")
     case = BY_NAME[name]

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from fastpath_fixtures import replay_in_cuda_graph, script_env
+from fastpath_fixtures import installed_gpu_module, replay_in_cuda_graph, script_env
 from sglang_trees import TreeImporter, trees  # noqa: F401 (trees: a module-scoped fixture)
 
 MODULE = "sglang.kernels.ops.attention.verify_mla_tma"
@@ -329,14 +329,7 @@ def test_compiled_on_gpu_matches_float64_reference(name: str, dtype: str):
     by value) and replayed."""
     import torch
 
-    if not torch.cuda.is_available():
-        pytest.skip("no CUDA GPU")
-    try:
-        import importlib
-
-        vt = importlib.import_module(MODULE)
-    except Exception as e:  # noqa: BLE001
-        pytest.skip(f"{MODULE} not importable (the fork with patch 0032 is not installed): {type(e).__name__}: {e}")
+    vt = installed_gpu_module(MODULE, "the fork with patch 0032")
     i = [c[0] for c in CASES].index(name)
     _, lens, k, heads, splits, msl, tile, use_tma, tree = CASES[i]
     dt = getattr(torch, dtype)

@@ -75,12 +75,16 @@ FLASHMLA_SO_BYTES = (14_980_816, 3_167_112)  # in that wheel: uncompressed, defl
 DEVICE = "cuda"  # the CPU tests of the harness set "cpu"
 
 
+def _file_diff(text: str, path: str) -> str:
+    """The part of a patch's ``text`` that changes ``path``: its ``diff --git`` header up to the next one."""
+    body = text[text.index(f"diff --git a/{path} b/{path}\n") :]
+    end = body.find("\ndiff --git ", 1)
+    return body if end == -1 else body[: end + 1]
+
+
 def file_from_patch(patch: Path, path: str) -> str:
     """The text of a file that ``patch`` creates (one hunk, every line added)."""
-    text = patch.read_text()
-    body = text[text.index(f"diff --git a/{path} b/{path}") :]
-    end = body.find("\ndiff --git ", 1)
-    body = body if end == -1 else body[: end + 1]
+    body = _file_diff(patch.read_text(), path)
     assert "\nnew file mode " in body, f"{path} is not a new file in {patch.name}"
     lines = body[body.index("\n@@ ") + 1 :].splitlines()[1:]
     out = []
@@ -110,11 +114,8 @@ def file_from_series(path: str, patch_dir: Path = ROOT / "patches") -> str:
         text = patch.read_text()
         if patch.name <= first.name or header not in text:
             continue
-        body = text[text.index(header):]
-        end = body.find("\ndiff --git ", 1)
-        body = body if end == -1 else body[: end + 1]
         shift = 0
-        for hunk in body.split("\n@@ ")[1:]:
+        for hunk in _file_diff(text, path).split("\n@@ ")[1:]:
             head, *rows = hunk.split("\n")
             (start, n_old), (_, n_new) = ((int(v) for v in (r[1:] + ",1").split(",")[:2]) for r in head.split()[:2])
             start += shift - (n_old > 0)

@@ -26,8 +26,7 @@ case "${1:-}" in
   restore)
     git reset -q -- "${HIDDEN[@]}"  # pathspecs: git expands the glob
     if [ -f "$EXCLUDE" ]; then
-      cp "$EXCLUDE" "$EXCLUDE.tmp"
-      for d in "${HIDDEN[@]}"; do grep -vxF "/$d" "$EXCLUDE.tmp" > "$EXCLUDE.tmp2" || true; mv "$EXCLUDE.tmp2" "$EXCLUDE.tmp"; done
+      grep -vxF -f <(printf '/%s\n' "${HIDDEN[@]}") "$EXCLUDE" > "$EXCLUDE.tmp" || true
       mv "$EXCLUDE.tmp" "$EXCLUDE"
     fi
     echo "device_tree.sh: ${HIDDEN[*]} back in the index" ;;
