@@ -21,7 +21,7 @@ import torch
 from sglang_trees import SHOWS_THE_BUG, TreeImporter, source
 from sglang_trees import trees  # noqa: F401 (a fixture)
 from test_steps0_kv_only_extend import (
-    AUX, BS, H, HD, KV_HEADS, MODEL, VOCAB, hold_scenario, move_slot, patched_defs, spec_worker, spec_worker_defs,
+    AUX, BS, H, HD, KV_HEADS, MODEL, VOCAB, flag, hold_scenario, move_slot, patched_defs, spec_worker, spec_worker_defs,
     steps0_batch, tiny_draft)
 
 KNOB = "SGLANG_SPEC_KV_ONLY_BATCH"
@@ -120,10 +120,6 @@ def test_the_ring_never_waits_on_the_device(trees, tree_name: str) -> None:
 
 
 # --- the draft worker: a flush writes what N per-cycle KV-only extends would ------------------------------
-
-
-def flag(value: Any) -> SimpleNamespace:
-    return SimpleNamespace(get=lambda: value)
 
 
 class KVPool:

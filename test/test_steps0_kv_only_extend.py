@@ -472,7 +472,7 @@ def test_the_kv_only_extend_serves_only_where_it_writes_what_the_full_one_would(
 # --- the spec worker: which extend a cycle runs, and the hold on an upshift ----------------------------
 
 
-def flag(value: bool) -> SimpleNamespace:
+def flag(value: Any) -> SimpleNamespace:
     return SimpleNamespace(get=lambda: value)
 
 
