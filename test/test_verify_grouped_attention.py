@@ -595,6 +595,31 @@ def test_gpu_bench_harness_runs_on_cpu(monkeypatch, trees):  # noqa: F811
     assert all(set(j) >= {"kind", "lens", "k", "heads", "page"} for j in jobs)
 
 
+def test_gpu_bench_decode_sweep_runs_on_cpu(monkeypatch, trees):  # noqa: F811
+    """--decode-sweep (patch 0035's plain decode): every tile that fits the head count at each distinct split
+    count, each checked against the decode reference and passed through the kernel's own plan checks; the
+    table picks each point's fastest setting; the compile jobs carry the tiles."""
+    bench, kern, args = _bench_on_cpu(monkeypatch, trees.patched)
+    args = bench.parse_args(["--out", "unused", "--decode-sweep", "--heads", "64,8", "--bs", "1,2", "--ctx", "128",
+                             "--calls", "2"])
+    points, log = bench.Points(args), []
+    records, _ = bench.run_timing(kern, points, (None, "not on CPU"), args, time.time() + 600, log.append)
+    sweep = bench.run_decode_sweep(kern, points, time.time() + 600, log.append)
+    assert sweep and not [r for r in sweep if "error" in r], [r for r in sweep if "error" in r][:3]
+    assert all(r["mode"] == "attn_decode" and r["k"] == 1 and r["rel_err"] < 1e-2 for r in sweep)
+    assert {r["settings"]["block_h"] for r in sweep if r["heads"] == 64} >= {64}
+    assert all(r["settings"]["block_h"] < 64 or r["heads"] == 64 for r in sweep), "a 64-head tile at 8 heads"
+    for point in {(r["heads"], r["bs"]) for r in sweep}:
+        splits = [(str(r["settings"]), r["settings"]["max_kv_splits"]) for r in sweep if (r["heads"], r["bs"]) == point]
+        assert len(splits) == len(set(splits)), f"a split count timed twice at {point}"
+        assert len({s for _, s in splits}) > 1, f"one split count only at {point}"
+    table = bench.decode_sweep_table(records, sweep).splitlines()
+    assert len(table) == 2 + 4 and all("S" in line.split("|")[-1] for line in table[2:])
+    jobs = bench.decode_sweep_jobs(args)
+    assert {j["heads"] for j in jobs} == {64, 8} and {"block_h": 64} in [j["kw"] for j in jobs]
+    assert not [j for j in jobs if j["heads"] == 8 and j["kw"].get("block_h") == 64]
+
+
 def test_gpu_bench_rotating_copies_and_pages(monkeypatch, trees):  # noqa: F811
     """A timing point's KV copies are disjoint, and its 64-token pages (FlashMLA's layout, the grouped-p64
     variant) hold copy 0's prefix and then the draft tokens."""

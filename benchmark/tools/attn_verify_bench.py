@@ -288,16 +288,18 @@ class Kernels:
                                            x["sm_scale"], 1.0, 1.0, has_mla=x["lv"] < x["lk"], use_pdl=self.use_pdl)
         return call, o
 
-    def grouped_decode(self, x: dict) -> tuple[Callable[[torch.Tensor | None], Callable[[], None]], torch.Tensor]:
+    def grouped_decode(self, x: dict, **kw) -> tuple[Callable[[torch.Tensor | None], Callable[[], None]],
+                                                     torch.Tensor]:
         """``decode``'s queries and prefixes through the new kernel without extend tokens (patch 0035), as
-        forward_decode calls it with SGLANG_ENABLE_TRITON_GROUPED_DECODE: a factory of calls and the output."""
+        forward_decode calls it with SGLANG_ENABLE_TRITON_GROUPED_DECODE: a factory of calls and the output.
+        ``kw``: the wrapper's tuning overrides (tile keys, max_kv_splits; none: its defaults)."""
         q = x["q"][:: x["k"]].contiguous()
         o = torch.empty(len(x["lens"]), x["heads"], x["lv"], device=DEVICE, dtype=q.dtype)
 
         def call(kv_indices: torch.Tensor | None = None) -> Callable[[], None]:
             indices = x["kv_indices"] if kv_indices is None else kv_indices
             return lambda: self.verify(q, None, None, o, paged(x["key"], x["page"]), paged(x["value"], x["page"]),
-                                       x["kv_indptr"], indices, 1, x["sm_scale"], page_size=x["page"])
+                                       x["kv_indptr"], indices, 1, x["sm_scale"], page_size=x["page"], **kw)
         return call, o
 
 
@@ -868,6 +870,94 @@ def run_sweep(kern: Kernels, points: Points, args, deadline: float, log) -> list
     return out
 
 
+# ----------------------------------------------------------------------------- decode sweep
+
+# Patch 0035's plain decode (one query row per head) on the verify kernel's K=4 defaults: session 26 measured it
+# 1.5-2.4x faster than SGLang's decode kernel at bs 1 but up to 1.8x slower at bs 8-32 with 8k-32k of context
+# (S4/S1 splits: ~1 program per SM walking 2k-32k tokens). These tiles and split counts find what decode wants.
+DECODE_SWEEP_TILES = [
+    {},  # the K=4 default for this head count
+    {"block_h": 64},  # H >= 64: all heads in one program, 64 rows (wgmma), the KV read once per value split
+    {"block_h": 64, "dv_splits": 4},
+    {"block_h": 16, "block_n": 16, "num_warps": 4, "num_stages": 3},
+    {"dv_splits": 4},
+]
+DECODE_SPLIT_FACTORS = (1, 2, 4, 8)  # times the default max_kv_splits, capped at 128
+
+
+def decode_sweep_tiles(heads: int) -> list[dict]:
+    """``DECODE_SWEEP_TILES`` that fit ``heads`` (a 64-head tile needs 64 heads)."""
+    return [t for t in DECODE_SWEEP_TILES if t.get("block_h", 0) <= heads]
+
+
+def decode_sweep_jobs(args) -> list[dict]:
+    """Compile jobs of ``run_decode_sweep``: every tile at each head count (split counts are not compiled in)."""
+    return [{"kind": "grouped-decode", "lens": [64], "k": 1, "heads": heads, "kv_heads": 1, "lk": MLA_LK,
+             "lv": MLA_LV, "tree": False, "page": 1, "kw": tile}
+            for heads in args.heads for tile in decode_sweep_tiles(heads)]
+
+
+def run_decode_sweep(kern: Kernels, points: Points, deadline: float, log) -> list[dict]:
+    """Every decode tile x split count at every point (MLA, page 1), timed as ``run_timing`` times decode; one
+    record each (variant ``grouped-decode-sweep``, its resolved settings), or the error."""
+    out = []
+    for heads, bs, ctx in points.keys():
+        x = points.get(heads, bs, ctx)
+        for tile in decode_sweep_tiles(heads):
+            base = kern.plan({**x, "k": 1}, **tile)["max_kv_splits"]
+            for factor in DECODE_SPLIT_FACTORS:
+                if time.time() > deadline:
+                    log(f"decode sweep: out of time at h{heads} bs{bs} ctx{ctx}")
+                    return out
+                kw = {**tile, "max_kv_splits": min(128, base * factor)}
+                if factor > 1 and kw["max_kv_splits"] == min(128, base * factor // 2):
+                    continue  # capped: the same as the previous factor
+                settings = kern.plan({**x, "k": 1}, **kw)
+                try:
+                    call, o = kern.grouped_decode(x, **kw)
+                    call()()
+                    err = rel_err(o, decode_reference(x))
+                    us = graph_time_us([call(idx) for idx in x["rot_indices"]])
+                    rec = point_record("attn_decode", "grouped-decode-sweep", x, 1, ctx, us, rel_err=err,
+                                       settings=settings)
+                    log(f"decode sweep h{heads} bs{bs} ctx{ctx} {kw}: {us[0]:.1f} us ({rec['gbps']:.0f} GB/s, "
+                        f"rel_err {err:.1e})")
+                except Exception as e:  # noqa: BLE001
+                    rec = {"variant": "grouped-decode-sweep", "mode": "attn_decode", "heads": heads, "bs": bs,
+                           "ctx": ctx, "settings": settings, "error": repr(e)[:300]}
+                    log(f"decode sweep h{heads} bs{bs} ctx{ctx} {kw}: {rec['error']}")
+                out.append(rec)
+        torch.cuda.empty_cache()
+    return out
+
+
+def decode_sweep_table(records: list[dict], sweep: list[dict]) -> str:
+    """Per point: SGLang's decode, 0035's default, and the fastest swept setting."""
+    by_point: dict[tuple, dict] = {}
+    for r in records:
+        if r["mode"] == "attn_decode" and r["variant"] in ("decode", "grouped-decode"):
+            by_point.setdefault((r["heads"], r["bs"], r["ctx"]), {})[r["variant"]] = r["value"]
+    for r in sweep:
+        if "value" in r:
+            best = by_point.setdefault((r["heads"], r["bs"], r["ctx"]), {}).get("best")
+            if best is None or r["value"] < best["value"]:
+                by_point[(r["heads"], r["bs"], r["ctx"])]["best"] = r
+    lines = ["heads bs   ctx | decode us | 0035 default us | best swept us | best/decode | best setting",
+             "--------------+-----------+-----------------+---------------+-------------+-------------"]
+    for (heads, bs, ctx), v in sorted(by_point.items()):
+        best = v.get("best")
+        if best is None:
+            continue
+        st = best["settings"]
+        label = (f"h{st['block_h']} n{st['block_n']} w{st['num_warps']} s{st['num_stages']} dv{st['dv_splits']} "
+                 f"S{st['max_kv_splits']}")
+        dec = v.get("decode")
+        lines.append(f"{heads:5d} {bs:2d} {ctx:5d} | {dec or float('nan'):9.1f} | "
+                     f"{v.get('grouped-decode', float('nan')):15.1f} | {best['value']:13.1f} | "
+                     f"{best['value'] / dec if dec else float('nan'):11.2f} | {label}")
+    return "\n".join(lines)
+
+
 # ----------------------------------------------------------------------------- parallel compile
 
 
@@ -893,7 +983,7 @@ def compile_worker(jobs_file: Path, kernel_file: Path, index: int, workers: int)
             elif job["kind"] == "extend":
                 kern.extend(x, o)()
             elif job["kind"] == "grouped-decode":
-                kern.grouped_decode(x)[0]()()
+                kern.grouped_decode(x, **job.get("kw", {}))[0]()()
             else:
                 kern.decode(x)[0]()()
             torch.cuda.synchronize()
@@ -1044,6 +1134,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--sweep-full", action="store_true", help="stage A at every point, then stage B")
     ap.add_argument("--no-sweep", action="store_true")
     ap.add_argument("--no-extend", action="store_true", help="do not time SGLang's extend kernel")
+    ap.add_argument("--decode-sweep", action="store_true",
+                    help="after the timing, sweep patch 0035's plain-decode tiles and split counts")
     ap.add_argument("--compile-workers", type=int, default=max(0, min(12, (os.cpu_count() or 2) - 2)),
                     help="processes that compile the kernels first (0: compile as they run)")
     ap.add_argument("--flashmla-so", type=Path, help=f"{Path(FLASHMLA_SO).name}, or a zip holding it")
@@ -1100,15 +1192,22 @@ def main(argv: list[str] | None = None) -> int:
     jobs = check_jobs() + timing_jobs(args)
     if not args.no_sweep:
         jobs += sweep_jobs(kern, sweep_points(args), args)
+    if args.decode_sweep:
+        jobs += decode_sweep_jobs(args)
     result["precompile"] = precompile(jobs, Path(verify_module.__file__), args.compile_workers,
                                       min(deadline, time.time() + 0.35 * args.budget_s), log)
     result["checks"] = run_checks(kern, log)
     save()
     sweep_share = 0.0 if args.no_sweep else 0.6 if args.sweep_full else 0.3
+    if args.decode_sweep:
+        sweep_share = max(sweep_share, 0.5)
     records, skipped = run_timing(kern, points, flash, args,
                                   deadline - sweep_share * max(0.0, deadline - time.time()), log)
     result.update(records=records, skipped=skipped)
     save()
+    if args.decode_sweep:
+        result["decode_sweep"] = run_decode_sweep(kern, points, deadline, log)
+        save()
     sweep = [] if args.no_sweep else run_sweep(kern, points, args, deadline, log)
     result["sweep"] = sweep
     result["best"] = best_per_point(records, sweep)
@@ -1123,6 +1222,8 @@ def main(argv: list[str] | None = None) -> int:
         text.append("stage A tiles, geometric-mean slowdown vs each point's fastest tile:\n" + "\n".join(
             f"  {g:5.2f}x  {t}  ({n} points)" for t, g, n in ranking(sweep)))
     text.append(best_table(result["best"]))
+    if args.decode_sweep:
+        text.append(decode_sweep_table(records, result["decode_sweep"]))
     print("\n\n".join(text), flush=True)
     log_file.write("\n\n".join(text) + "\n")
     return 0 if ok else 1
