@@ -6,13 +6,13 @@ current token included. Each case is compared with a float64 reference and with 
 ``decode_attention_fwd`` (what forward_decode runs without the switch) on the same inputs: MLA (576/512, one latent
 KV head, value = the key's first 512 columns), GQA (head dim 128, 8 heads on 2 KV heads) and MHA, page sizes 1 and
 16, bs 1-3, contexts of 1 token, a partial page and a few hundred tokens, forced split counts (merge path), one
-split (direct store), the default plan and a logit cap. The output is poisoned with NaN with spare rows around it:
+split (direct store), the default plan (64 heads: decode's own tile, all heads in one program) and a logit cap. The output is poisoned with NaN with spare rows around it:
 every row written, nothing outside.
 
 The patched ``TritonAttnBackend.forward_decode`` runs on a fake backend (its KV save into a fake pool whose current
 slots were NaN, so the attention must read what the save wrote): the grouped kernel with
-SGLANG_ENABLE_TRITON_GROUPED_DECODE's flag on, SGLang's decode kernel with it off, and for a sliding-window layer, a
-KV scale or sinks. In this process: the assertion without extend tokens at num_tokens > 1, the env knob (off by
+SGLANG_ENABLE_TRITON_GROUPED_DECODE's flag on at 64+ heads or one request, SGLang's decode kernel with it off, at
+fewer heads for several requests, and for a sliding-window layer, a KV scale or sinks. In this process: the assertion without extend tokens at num_tokens > 1, the env knob (off by
 default) and the patched ``TritonAttnBackend.__init__`` (on stubs) setting ``use_decode_grouped`` for the target only.
 Marked ``gpu``: the cases compiled on a GPU with the installed fork's module, fp16 and bf16, eager and replayed from a
 CUDA graph.
@@ -64,6 +64,8 @@ CASES = [
     Case("gqa-p16-bs3", False, (290, 33, 16), 8, 2, 16, max_splits=2, min_split_len=64, seed=6),
     Case("gqa-direct-cap", False, (95,), 8, 2, 1, logit_cap=30.0, max_splits=1, seed=7),
     Case("mha-p16-default-plan", False, (95, 7), 4, 4, 16, seed=8),
+    Case("mla-h64-default-plan", True, (150, 3), 64, 1, 1, seed=9),  # decode's own tile: 64 heads a program
+    Case("mla-h16-bs1-default-plan", True, (300,), 16, 1, 16, seed=10),
 ]
 BY_NAME = {c.name: c for c in CASES}
 
@@ -195,7 +197,7 @@ def run_backend(tree: Path, kernels: dict, case: Case, x: dict, grouped: bool, s
         scaling=x["sm_scale"], xai_temperature_len=-1)
     for name, value in layer_overrides.items():
         setattr(layer, name, value)
-    batch = types.SimpleNamespace(out_cache_loc=current)
+    batch = types.SimpleNamespace(out_cache_loc=current, batch_size=bs)
     # MLA: k is the latent + rope row of the new token and v its first 512 columns, as the MLA layers pass them.
     k = cur_k.clone()
     v = k[..., :x["lv"]] if case.mla else cur_v.clone()
@@ -205,16 +207,19 @@ def run_backend(tree: Path, kernels: dict, case: Case, x: dict, grouped: bool, s
 
 SCALES = {"k_scale": 1.0, "v_scale": 1.0, "k_scale_float": 1.0, "v_scale_float": 1.0}
 DISPATCH = [  # case name, the switch, sinks (a very negative logit: no weight), layer overrides, the calls
-    ("mla-p1-splits4", True, False, {}, ["grouped"]),
-    ("mla-p16-one-token-partial-page", True, False, {}, ["grouped"]),
-    ("gqa-p16-bs3", True, False, {}, ["grouped"]),
+    # With the switch: 64+ heads at any batch size, fewer heads for one request only (where H200 measured it faster).
+    ("mla-h64-default-plan", True, False, {}, ["grouped"]),
+    ("mla-h16-bs1-default-plan", True, False, {}, ["grouped"]),
     ("gqa-direct-cap", True, False, {}, ["grouped"]),
-    ("mla-p1-splits4", False, False, {}, ["decode"]),
-    ("gqa-p1-splits4", False, False, {}, ["decode"]),
-    ("gqa-p1-splits4", True, False, {"sliding_window_size": 4096}, ["decode"]),
-    ("gqa-p1-splits4", True, False, SCALES, ["decode"]),
-    ("mla-p1-splits4", True, False, SCALES, ["decode"]),
-    ("gqa-p1-splits4", True, True, {}, ["decode"]),
+    ("mla-p1-splits4", True, False, {}, ["decode"]),  # 8 heads, 2 requests
+    ("mla-p16-one-token-partial-page", True, False, {}, ["decode"]),  # 16 heads, 3 requests
+    ("gqa-p16-bs3", True, False, {}, ["decode"]),
+    ("mla-h64-default-plan", False, False, {}, ["decode"]),
+    ("gqa-direct-cap", False, False, {}, ["decode"]),
+    ("gqa-direct-cap", True, False, {"sliding_window_size": 4096}, ["decode"]),
+    ("gqa-direct-cap", True, False, SCALES, ["decode"]),
+    ("mla-h64-default-plan", True, False, SCALES, ["decode"]),
+    ("gqa-direct-cap", True, True, {}, ["decode"]),
 ]
 
 
@@ -269,8 +274,9 @@ def test_kernel_without_extend_matches_sglang_decode_kernel(results: dict, name:
 @pytest.mark.slow  # the TRITON_INTERPRET child process (``results``)
 @pytest.mark.parametrize("index", range(len(DISPATCH)))
 def test_forward_decode_dispatch(results: dict, index: int):
-    """With the switch, forward_decode runs the grouped kernel (after the KV save: the current slots were NaN);
-    without it, and for a sliding-window layer, a KV scale or sinks, SGLang's decode kernel; the output is right."""
+    """With the switch, forward_decode runs the grouped kernel (after the KV save: the current slots were NaN) at
+    64+ heads or for one request; without it, at fewer heads for several requests, and for a sliding-window layer,
+    a KV scale or sinks, SGLang's decode kernel; the output is right."""
     r = results[f"dispatch-{index}"]
     assert r["calls"] == r["want"], (DISPATCH[index], r)
     assert not r["nan"] and r["rel_ref"] < 5e-3, (DISPATCH[index], r)
@@ -283,6 +289,7 @@ def test_cases_cover_the_brief():
     assert any(n % 16 and n > 16 for c in CASES if c.page == 16 for n in c.lens)  # a partial last page
     assert any(c.max_splits == 1 for c in CASES) and any((c.max_splits or 0) > 1 for c in CASES)
     assert any(c.max_splits is None for c in CASES) and any(c.logit_cap > 0 for c in CASES)
+    assert any(c.mla and c.heads >= 64 and c.max_splits is None for c in CASES)  # decode's own 64-head tile
 
 
 def _verify_fwd(tree: Path):

@@ -419,11 +419,12 @@ SM120_SHARED, SM90_SHARED = 101376, 232448  # opt-in shared memory per block (RT
 
 
 def xcompile_stage1(tree: Path, arch: int, k: int, heads: int, max_shared: int | None, max_splits: int = 32,
-                    min_split_len: int = 256, **tile) -> dict:
+                    min_split_len: int = 256, decode: bool = False, **tile) -> dict:
     """The MLA stage-1 kernel (Kimi shapes: 576/512, one latent KV head, bf16, page 1, chain mask) compiled for
     sm_<arch> on this CPU as a launch specializes it: every int argument of the launch by its value (1: a
     constant, a multiple of 16: marked divisible; without that Triton cannot vectorize nor pipeline the KV
-    loads). ``tile``: ``verify_grouped_tile`` overrides. Returns shared bytes, registers, spill bytes, MMA."""
+    loads). ``decode``: without extend tokens (patch 0035, k 1). ``tile``: ``verify_grouped_tile`` overrides.
+    Returns shared bytes, registers, spill bytes, MMA."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -447,7 +448,7 @@ def xcompile_stage1(tree: Path, arch: int, k: int, heads: int, max_shared: int |
                   "BLOCK_T": 16, "BLOCK_DMODEL": 512, "BLOCK_DPE": 64, "BLOCK_DV": 512 // dv_splits,
                   "DV_SPLITS": dv_splits, "SIBLINGS": dv_splits.bit_length() - 1, "Lk": 576, "Lv": 512,
                   "PAGE_SIZE": 1, "V_FROM_K": True, "USE_CUSTOM_MASK": False, "HAS_LOGIT_CAP": False,
-                  "DIRECT_OUT": direct, "HAS_EXTEND": True}
+                  "DIRECT_OUT": direct, "HAS_EXTEND": not decode}
     signature, attrs = {}, {}
     for i, name in enumerate(kernel.arg_names):
         if name in pointers:
@@ -481,6 +482,31 @@ def test_default_mla_tile_fits_shared_memory(trees, arch: int, k: int, limit: in
     stats = xcompile_stage1(trees.patched, arch, k, 32, limit)
     assert stats["shared"] <= limit, stats
     assert stats["cp_async"], stats
+
+
+def test_default_decode_tile_at_64_heads_fits_sm90(trees):  # noqa: F811
+    """Patch 0035's plain decode at 64 heads (Kimi at TP 1): all heads in one program, 64 rows, on wgmma, in sm_90's
+    shared memory (session 26's H200 sweep ran it: benchmark/results/20261204-0128-h200-attn-decode-sweep)."""
+    stats = xcompile_stage1(trees.patched, 90, 1, 64, SM90_SHARED, decode=True)
+    assert stats["tile"]["block_h"] == 64 and stats["shared"] <= SM90_SHARED, stats
+    assert stats["mma"] == "wgmma" and stats["cp_async"], stats
+
+
+# Decode (one query) at 64 heads: session 26's sweep (benchmark/results/20261204-0128-h200-attn-decode-sweep) at bs 1 / 8 /
+# 32, 8k-32k: this tile and these split counts were the fastest of 20 settings at each point (0.37-0.71x SGLang's
+# decode kernel); verify (K 4) at 64 heads keeps its 32-head tile.
+H200_DECODE_DEFAULTS = {1: 64, 8: 8, 32: 2}
+
+
+@pytest.mark.parametrize("bs", list(H200_DECODE_DEFAULTS))
+def test_default_decode_plan_at_64_heads_is_the_h200_sweep(trees, bs: int):  # noqa: F811
+    defs = load_defs(source(trees.patched, VERIFY), ["_programs_target", "verify_grouped_tile", "verify_grouped_plan"],
+                     extra={"_multiprocessor_count": lambda index: 132, "_max_shared_memory": lambda index: 232448})
+    keys = ("block_h", "block_n", "num_warps", "num_stages", "dv_splits")
+    decode = defs["verify_grouped_plan"](1, bs, 64, 1, 576, 512, True, 2, torch.device("cuda", 0))
+    assert tuple(decode[k] for k in keys) == (64, 32, 8, 2, 2) and decode["max_kv_splits"] == H200_DECODE_DEFAULTS[bs]
+    verify = defs["verify_grouped_plan"](4, bs, 64, 1, 576, 512, True, 2, torch.device("cuda", 0))
+    assert verify["block_h"] == 32, verify
 
 
 # The defaults at the H200 sweep's points (benchmark/results/20261201-2041-h200-attn-verify-sweep): heads, bs ->
