@@ -177,3 +177,15 @@ def test_stall_dumps_reach_the_server_and_the_client_but_the_stub_only_the_clien
     for env in (server_env, bench_env):
         assert env["PYTHONPATH"].startswith(str(HOOK_DIR)) and env[MARKER_ENV] == server_env[MARKER_ENV]
     assert str(STUBS) in bench_env["PYTHONPATH"] and str(STUBS) not in server_env["PYTHONPATH"]
+
+
+def test_modes_run_in_the_order_given(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ran = []
+    monkeypatch.setattr(serving_bench, "datasets_importable", lambda env: True)
+    monkeypatch.setattr(serving_bench, "run_mode", lambda mode, args, out, env: ran.append(mode) or [])
+    assert serving_bench.main(["--models", "m", "--out", str(tmp_path), "--modes", "eagle3,nospec"]) == 0
+    assert ran == ["eagle3", "nospec"]
+    assert parse_args(["--models", "m", "--out", "o"]).modes == ["nospec", "eagle3"]
+    for bad in ("eagle3,eagle3", "fast", ","):
+        with pytest.raises(SystemExit):
+            parse_args(["--models", "m", "--out", "o", "--modes", bad])

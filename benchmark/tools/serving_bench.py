@@ -197,6 +197,17 @@ def table(points: list[Point]) -> str:
     return "\n".join(rows)
 
 
+MODES = ("nospec", "eagle3")
+
+
+def modes(text: str) -> list[str]:
+    """``--modes``: a comma list of MODES, each once."""
+    names = [v for v in text.split(",") if v]
+    if not names or len(set(names)) != len(names) or set(names) - set(MODES):
+        raise argparse.ArgumentTypeError(f"{text!r}: a comma list of {', '.join(MODES)}, each once")
+    return names
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ints = lambda s: [int(v) for v in s.split(",") if v]  # noqa: E731
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -207,6 +218,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--output-len", type=int, default=256)
     p.add_argument("--acc-len", type=float, default=3.0, help="SGLANG_SIMULATE_ACC_LEN for EAGLE-3 (0: real)")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--modes", type=modes, default=list(MODES),
+                   help="the modes to run, in this order (a budget that ends early keeps the first): "
+                        f"{','.join(MODES)}")
     p.add_argument("--start-timeout-s", type=float, default=300.0)
     p.add_argument("--point-timeout-s", type=float, default=300.0)
     p.add_argument("--stall-dump-s", type=float, default=3.0,
@@ -223,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.time()
     stub = not datasets_importable(dict(os.environ))
     bench_env = client_env(dict(os.environ), stub)
-    points = run_mode("nospec", args, out, bench_env) + run_mode("eagle3", args, out, bench_env)
+    points = [p for mode in args.modes for p in run_mode(mode, args, out, bench_env)]
     doc = {"schema": "sglang-fastpath-serving/1", "args": vars(args), "seconds": round(time.time() - t0, 1),
            "client_datasets_stub": stub, "records": [asdict(p) for p in points]}
     (out / "serving.json").write_text(json.dumps(doc, indent=1))
