@@ -492,6 +492,14 @@ def test_default_decode_tile_at_64_heads_fits_sm90(trees):  # noqa: F811
     assert stats["mma"] == "wgmma" and stats["cp_async"], stats
 
 
+@pytest.mark.parametrize("heads", [8, 64])
+def test_default_decode_tile_fits_sm120(trees, heads: int):  # noqa: F811
+    """Patch 0035's plain decode on the users' GPUs (sm_120, 99 KB of shared memory): at 8 heads (TP 8) and at 64
+    the ~100-KB branch's tile (16 heads a program), not the H200's 64-head one, and it fits."""
+    stats = xcompile_stage1(trees.patched, 120, 1, heads, SM120_SHARED, decode=True)
+    assert stats["tile"]["block_h"] == 16 and stats["shared"] <= SM120_SHARED, stats
+
+
 # Decode (one query) at 64 heads: session 26's sweep (benchmark/results/20261204-0128-h200-attn-decode-sweep) at bs 1 / 8 /
 # 32, 8k-32k: this tile and these split counts were the fastest of 20 settings at each point (0.37-0.71x SGLang's
 # decode kernel); verify (K 4) at 64 heads keeps its 32-head tile.
