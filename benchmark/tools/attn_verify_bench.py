@@ -876,7 +876,7 @@ def run_sweep(kern: Kernels, points: Points, args, deadline: float, log) -> list
 # 1.5-2.4x faster than SGLang's decode kernel at bs 1 but up to 1.8x slower at bs 8-32 with 8k-32k of context
 # (S4/S1 splits: ~1 program per SM walking 2k-32k tokens). These tiles and split counts find what decode wants.
 DECODE_SWEEP_TILES = [
-    {},  # the K=4 default for this head count
+    {},  # the shipped decode default for this head count (since session 26: block_h 64 at 64+ heads)
     {"block_h": 64},  # H >= 64: all heads in one program, 64 rows (wgmma), the KV read once per value split
     {"block_h": 64, "dv_splits": 4},
     {"block_h": 16, "block_n": 16, "num_warps": 4, "num_stages": 3},
@@ -899,10 +899,12 @@ def decode_sweep_jobs(args) -> list[dict]:
 
 def run_decode_sweep(kern: Kernels, points: Points, deadline: float, log) -> list[dict]:
     """Every decode tile x split count at every point (MLA, page 1), timed as ``run_timing`` times decode; one
-    record each (variant ``grouped-decode-sweep``, its resolved settings), or the error."""
+    record each (variant ``grouped-decode-sweep``, its resolved settings), or the error. Settings that resolve
+    the same (a tile equal to the default) are timed once a point."""
     out = []
     for heads, bs, ctx in points.keys():
         x = points.get(heads, bs, ctx)
+        seen: set[str] = set()
         for tile in decode_sweep_tiles(heads):
             base = kern.plan({**x, "k": 1}, **tile)["max_kv_splits"]
             for factor in DECODE_SPLIT_FACTORS:
@@ -910,9 +912,11 @@ def run_decode_sweep(kern: Kernels, points: Points, deadline: float, log) -> lis
                     log(f"decode sweep: out of time at h{heads} bs{bs} ctx{ctx}")
                     return out
                 kw = {**tile, "max_kv_splits": min(128, base * factor)}
-                if factor > 1 and kw["max_kv_splits"] == min(128, base * factor // 2):
-                    continue  # capped: the same as the previous factor
                 settings = kern.plan({**x, "k": 1}, **kw)
+                key = json.dumps(settings, sort_keys=True)
+                if key in seen:
+                    continue  # capped at 128, or a tile the default already is
+                seen.add(key)
                 try:
                     call, o = kern.grouped_decode(x, **kw)
                     call()()

@@ -14,8 +14,9 @@
 # $KV_ONLY_VAR SGLANG_SPEC_KV_ONLY_BATCH=8), and draw, summ and pack.
 # Habits: write every call's script before the first call, and issue the next one within 30 s of a reply (the host
 # is given back after ~30 s idle: a fresh one redraws its models). For kimi runs build the bundle with
-# --jit-cache build/cache/jit/sm90 (docs/bundle.md): its install seeds the Marlin MoE kernel, so warm-jit returns at once
-# instead of compiling for ~300 s.
+# --jit-cache build/cache/jit/sm90 (docs/bundle.md; made on the CPU machine by test/gpu/build_jit_cache.sh, ~5 min,
+# build/ is gone in a fresh checkout): its install seeds the Marlin MoE kernel, so warm-jit returns at once instead of
+# compiling for ~300 s.
 source test/gpu/device_env.sh
 export PYTHONPATH=$PWD/python:$PYTHONPATH  # this tree's sglang_fastpath before the bundle's
 BB=/tmp/bench; L=/tmp/logs; mkdir -p $BB $L
