@@ -11,8 +11,9 @@ every row written, nothing outside.
 
 The patched ``TritonAttnBackend.forward_decode`` runs on a fake backend (its KV save into a fake pool whose current
 slots were NaN, so the attention must read what the save wrote): the grouped kernel with
-SGLANG_ENABLE_TRITON_GROUPED_DECODE's flag on at 64+ heads or one request, SGLang's decode kernel with it off, at
-fewer heads for several requests, and for a sliding-window layer, a KV scale or sinks. In this process: the assertion without extend tokens at num_tokens > 1, the env knob (off by
+SGLANG_ENABLE_TRITON_GROUPED_DECODE's flag on at 64+ MLA heads or one request, SGLang's decode kernel with it off,
+at fewer heads (or GQA) for several requests, with deterministic inference, and for a sliding-window layer, a KV
+scale or sinks. In this process: the assertion without extend tokens at num_tokens > 1, the env knob (off by
 default) and the patched ``TritonAttnBackend.__init__`` (on stubs) setting ``use_decode_grouped`` for the target only.
 Marked ``gpu``: the cases compiled on a GPU with the installed fork's module, fp16 and bf16, eager and replayed from a
 CUDA graph.
@@ -66,6 +67,7 @@ CASES = [
     Case("mha-p16-default-plan", False, (95, 7), 4, 4, 16, seed=8),
     Case("mla-h64-default-plan", True, (150, 3), 64, 1, 1, seed=9),  # decode's own tile: 64 heads a program
     Case("mla-h16-bs1-default-plan", True, (300,), 16, 1, 16, seed=10),
+    Case("gqa-h64-bs2", False, (40, 7), 64, 8, 1, seed=11),
 ]
 BY_NAME = {c.name: c for c in CASES}
 
@@ -161,9 +163,11 @@ def load_decode_kernel(tree: Path):
 # ----------------------------------------------------------------------------- forward_decode on a fake backend
 
 
-def run_backend(tree: Path, kernels: dict, case: Case, x: dict, grouped: bool, sinks=None, **layer_overrides) -> dict:
+def run_backend(tree: Path, kernels: dict, case: Case, x: dict, grouped: bool, sinks=None, deterministic=False,
+                **layer_overrides) -> dict:
     """The patched TritonAttnBackend.forward_decode on one decode batch: which kernel ran, and o. The current
-    token's K/V (each request's last key) is in its slot only once forward_decode saves it: it is NaN before."""
+    token's K/V (each request's last key) is in its slot only once forward_decode saves it: it is NaN before.
+    ``deterministic``: the backend's enable_deterministic (--enable-deterministic-inference)."""
     defs = load_defs(source(tree, BACKEND), ["logit_capping_mod", "TritonAttnBackend.forward_decode",
                                               "TritonAttnBackend._set_kv_buffer"],
                      {"KVWriteLoc": lambda loc, swa_loc, full_loc=None: loc, "get_parallel": None,
@@ -183,7 +187,8 @@ def run_backend(tree: Path, kernels: dict, case: Case, x: dict, grouped: bool, s
         pool_v[current] = float("nan")
     backend = types.SimpleNamespace(
         token_to_kv_pool=FakePool(pool_k, pool_v, case.mla), dcp_size=1, use_mla=case.mla, page_size=case.page,
-        use_decode_grouped=grouped, verify_grouped_attention_fwd=spy("grouped"), decode_attention_fwd=spy("decode"),
+        use_decode_grouped=grouped, enable_deterministic=deterministic, verify_grouped_attention_fwd=spy("grouped"),
+        decode_attention_fwd=spy("decode"),
         max_kv_splits=DECODE_SPLITS, use_pdl=False, swa_v_head_dim=None,
         forward_metadata=types.SimpleNamespace(
             kv_indptr=x["kv_indptr"], kv_indices=x["kv_indices"], swa_attn_logits=None,
@@ -220,6 +225,10 @@ DISPATCH = [  # case name, the switch, sinks (a very negative logit: no weight),
     ("gqa-direct-cap", True, False, SCALES, ["decode"]),
     ("mla-h64-default-plan", True, False, SCALES, ["decode"]),
     ("gqa-direct-cap", True, True, {}, ["decode"]),
+    ("gqa-h64-bs2", True, False, {}, ["decode"]),  # 64 heads but GQA: the 64-head rule is MLA's (measured there)
+    ("gqa-h64-bs2", False, False, {}, ["decode"]),
+    ("mla-h64-default-plan", True, False, {"deterministic": True}, ["decode"]),  # not batch-invariant
+    ("gqa-direct-cap", True, False, {"deterministic": True}, ["decode"]),
 ]
 
 
@@ -275,8 +284,9 @@ def test_kernel_without_extend_matches_sglang_decode_kernel(results: dict, name:
 @pytest.mark.parametrize("index", range(len(DISPATCH)))
 def test_forward_decode_dispatch(results: dict, index: int):
     """With the switch, forward_decode runs the grouped kernel (after the KV save: the current slots were NaN) at
-    64+ heads or for one request; without it, at fewer heads for several requests, and for a sliding-window layer,
-    a KV scale or sinks, SGLang's decode kernel; the output is right."""
+    64+ heads of MLA or for one request; without it, at fewer heads (or GQA) for several requests, with
+    deterministic inference, and for a sliding-window layer, a KV scale or sinks, SGLang's decode kernel; the
+    output is right."""
     r = results[f"dispatch-{index}"]
     assert r["calls"] == r["want"], (DISPATCH[index], r)
     assert not r["nan"] and r["rel_ref"] < 5e-3, (DISPATCH[index], r)
