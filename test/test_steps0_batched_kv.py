@@ -5,7 +5,8 @@ steps-0 cycle does not run the KV-only extend: ``EagleDraftWorker._draft_extend_
 (next token, position, KV slot, the verify's aux hidden states) into a ring indexed by request pool slot
 (``Steps0KVBatch``), and every N cycles (a host counter) one KV-only forward writes bs x N positions; entries a
 request does not have write reserved slot 0. A cycle that drafts or runs the full extend (0034's hold) flushes
-first; a prefill clears its requests' counts. On CPU with the tiny EAGLE-3 stand-in of
+first; a prefill clears its requests' counts; every forward first writes the entries of requests not in its batch
+(a finished request's prefix stays in the radix cache). On CPU with the tiny EAGLE-3 stand-in of
 test_steps0_kv_only_extend.py and the patched tree's code; the release has none of it (its tests xfail).
 """
 
@@ -154,7 +155,8 @@ class TinyDraftModel:
 def draft_worker(tree: Path, n: int, disaggregation_mode: str = "null") -> Any:
     """An EagleDraftWorker around the tree's KV-only extend, ring, flush and clear (eager: no KV-only graph)."""
     names = [f"EagleDraftWorker.{m}" for m in ("_draft_extend_kv_only", "_steps0_kv_ring", "_flush_steps0_kv",
-                                               "_clear_steps0_kv", "_publish_steps0_kv_read_done")]
+                                               "_flush_departed_steps0_kv", "_clear_steps0_kv",
+                                               "_publish_steps0_kv_read_done")]
     extra = {"envs": SimpleNamespace(**{KNOB: flag(n)}), "log_info_on_rank0": lambda logger, msg: logs.append(msg),
              "logger": None, "STEPS0_KV_RING_MAX_BYTES": ring_module(tree).STEPS0_KV_RING_MAX_BYTES}
     defs = patched_defs(tree, WORKER, names, extra=extra)
@@ -163,6 +165,7 @@ def draft_worker(tree: Path, n: int, disaggregation_mode: str = "null") -> Any:
     class Worker:
         _steps0_kv = None
         _steps0_kv_refused = False
+        _steps0_kv_members = ()
 
         def __init__(self) -> None:
             self.server_args = SimpleNamespace(disaggregation_mode=disaggregation_mode)
@@ -189,15 +192,25 @@ class Requests:
         self.position: dict[int, int] = {}  # pool slot -> next position
         self.loc: dict[int, int] = {}  # pool slot -> next KV slot
         self.history: dict[int, list[int]] = {}  # pool slot -> KV slots written so far
+        self.rid: dict[int, str] = {}  # pool slot -> the request on it now
+        self.left: dict[str, list[int]] = {}  # a request that left (its pool slot reused) -> its KV slots
+
+    def reqs(self, rpis: list[int]) -> list[SimpleNamespace]:
+        return [SimpleNamespace(req_pool_idx=r, rid=self.rid[r]) for r in rpis]
 
     def admit(self, rpi: int, position: int, loc: int) -> SimpleNamespace:
+        if rpi in self.rid:  # a new request on a pool slot a finished one had
+            self.left[self.rid[rpi]] = self.history[rpi]
+        self.rid[rpi] = f"req-{len(self.rid) + len(self.left)}"
         self.position[rpi], self.loc[rpi], self.history[rpi] = position, loc, []
-        return SimpleNamespace(req_pool_indices=torch.tensor([rpi]), forward_mode=SimpleNamespace(is_idle=lambda: False))
+        return SimpleNamespace(req_pool_indices=torch.tensor([rpi]), reqs=self.reqs([rpi]),
+                               forward_mode=SimpleNamespace(is_idle=lambda: False))
 
     def cycle(self, rpis: list[int]) -> tuple[SimpleNamespace, SimpleNamespace]:
         bs = len(rpis)
         batch = SimpleNamespace(
-            req_pool_indices=torch.tensor(rpis), seq_lens=torch.tensor([self.position[r] for r in rpis]),
+            req_pool_indices=torch.tensor(rpis), reqs=self.reqs(rpis),
+            seq_lens=torch.tensor([self.position[r] for r in rpis]),
             out_cache_loc=torch.tensor([self.loc[r] for r in rpis]),
             forward_mode=SimpleNamespace(is_idle=lambda: False))
         result = SimpleNamespace(
@@ -214,14 +227,20 @@ def run(worker: Any, schedule: list[Any], seed: int = 5) -> Requests:
     """Drive the worker: ("admit", rpi, position, loc) | ("cycle", [rpi...]) | ("flush", [rpi...])."""
     reqs = Requests(seed)
     for step in schedule:
+        # Each forward first writes what requests not in its batch kept (EAGLEWorkerV2.forward_batch_generation).
         if step[0] == "admit":
-            worker._clear_steps0_kv(reqs.admit(*step[1:]))  # what the spec worker's prefill branch does
+            batch = reqs.admit(*step[1:])
+            worker._flush_departed_steps0_kv(batch)
+            worker._clear_steps0_kv(batch)  # what the spec worker's prefill branch does
         elif step[0] == "cycle":
-            assert worker._draft_extend_kv_only(*reqs.cycle(step[1])) is True
+            batch, result = reqs.cycle(step[1])
+            worker._flush_departed_steps0_kv(batch)
+            assert worker._draft_extend_kv_only(batch, result) is True
             worker.read_done.append(worker.draft_runner.war_fastpath_read_done_event)
             worker.draft_runner.war_fastpath_read_done_event = None
         else:
             batch, _ = reqs.cycle(step[1])
+            worker._flush_departed_steps0_kv(batch)
             worker._flush_steps0_kv(batch)
     return reqs
 
@@ -256,13 +275,16 @@ def test_n_cycles_flush_in_one_forward_equal_to_per_cycle_extends(trees, tree_na
 
 @pytest.mark.parametrize("tree_name", TREES)
 def test_requests_joining_and_leaving_mid_stretch(trees, tree_name: str) -> None:
+    """Every position any request had gets the KV the per-cycle extend writes: a request that leaves (finished: the
+    radix cache keeps its prefix) is written at the next forward, before anything else; a prefill batch (it leaves
+    the running requests out) writes theirs early; a stale count on a reused pool slot is cleared."""
     tree = trees.get(tree_name)
     schedule = [
         ("admit", 3, 17, 100), ("admit", 8, 5, 140),
         ("cycle", [3, 8]), ("cycle", [3, 8]),
-        ("admit", 5, 60, 200),  # joins from a prefill at the third cycle
+        ("admit", 5, 60, 200),  # joins from a prefill at the third cycle; 3 and 8 are not in that batch
         ("cycle", [3, 8, 5]),
-        ("cycle", [3, 5]),  # 8 finished: its pool slot and KV slots may be freed
+        ("cycle", [3, 5]),  # 8 finished: its entry is written first
     ]
     batched = draft_worker(tree, n=N)
     ring = ring_module(tree)
@@ -271,19 +293,37 @@ def test_requests_joining_and_leaving_mid_stretch(trees, tree_name: str) -> None
     per_cycle = draft_worker(tree, n=0)
     reqs = run(batched, schedule)
     run(per_cycle, schedule)
-    (loc,) = batched.draft_runner.token_to_kv_pool.writes
-    assert batched.draft_runner.model.tokens == [2 * N]  # the batch at the flush: requests 3 and 5
-    live = slots_of(reqs, [3, 5])
-    assert loc.tolist() == live[:N].tolist() + live[N:].tolist() + [0, 0]  # 5 has two entries: the rest pad
     pool, ref = batched.draft_runner.token_to_kv_pool, per_cycle.draft_runner.token_to_kv_pool
-    torch.testing.assert_close(pool.k[live], ref.k[live], rtol=1e-5, atol=1e-5)
-    torch.testing.assert_close(pool.v[live], ref.v[live], rtol=1e-5, atol=1e-5)
-    gone = slots_of(reqs, [8])
-    assert pool.k[gone].abs().sum() == 0 and not set(gone.tolist()) & set(loc.tolist())  # never a freed slot
-    # Pool slot 8's stale count is cleared when its next owner enters from a prefill.
-    assert batched._steps0_kv.pending[8] == 3
-    batched._clear_steps0_kv(reqs.admit(8, 9, 230))
-    assert batched._steps0_kv.pending.abs().sum() == 0
+    assert [w.tolist() for w in pool.writes] == [
+        [100, 101, 0, 0, 140, 141, 0, 0],  # the prefill's forward: 3 and 8's two cycles, early
+        [142, 0, 0, 0],  # the next cycle without 8: its one entry since
+        [102, 103, 0, 0, 200, 201, 0, 0],  # the N-th cycle since the last full flush: 3 and 5
+    ]
+    assert batched.draft_runner.model.tokens == [2 * N, N, 2 * N]
+    every = slots_of(reqs, [3, 5, 8])
+    torch.testing.assert_close(pool.k[every], ref.k[every], rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(pool.v[every], ref.v[every], rtol=1e-5, atol=1e-5)
+    assert ref.k[every].abs().min() > 0
+    assert batched._steps0_kv.pending.abs().sum() == 0 and batched._steps0_kv_members == ()
+
+
+@pytest.mark.parametrize("tree_name", TREES)
+def test_a_reused_pool_slot_writes_its_previous_owner_first(trees, tree_name: str) -> None:
+    """A request that finished with pending entries, its pool slot taken by a new request's prefill: the old
+    owner's entries are written before the prefill clears the slot's count (told apart by rid, not slot)."""
+    tree = trees.get(tree_name)
+    schedule = [("admit", 3, 17, 100), ("admit", 8, 5, 140), ("cycle", [3, 8]), ("cycle", [3, 8]),
+                ("cycle", [3, 8]), ("admit", 8, 9, 230)]
+    batched, per_cycle = draft_worker(tree, n=N), draft_worker(tree, n=0)
+    reqs = run(batched, schedule)
+    run(per_cycle, schedule)
+    pool, ref = batched.draft_runner.token_to_kv_pool, per_cycle.draft_runner.token_to_kv_pool
+    ((old,),) = [[rid for rid in reqs.left]]
+    assert [w.tolist() for w in pool.writes] == [[100, 101, 102, 0, 140, 141, 142, 0]]
+    gone = torch.tensor(reqs.left[old])
+    assert gone.tolist() == [140, 141, 142]
+    torch.testing.assert_close(pool.k[gone], ref.k[gone], rtol=1e-5, atol=1e-5)
+    assert batched._steps0_kv.pending.abs().sum() == 0 and batched._steps0_kv_members == ()
 
 
 @pytest.mark.parametrize("tree_name", TREES)
@@ -396,7 +436,13 @@ def test_a_prefill_clears_its_requests_counts_before_the_draft_prefill(trees, tr
         logits_output=SimpleNamespace(hidden_states=hidden, mm_input_embeds=None), next_token_ids=torch.arange(BS)))
     worker.draft_worker._clear_steps0_kv = lambda batch: order.append(("clear", batch))
     worker.draft_worker._draft_extend_for_prefill = lambda batch, *args: order.append(("prefill", batch))
+    worker.draft_worker._flush_departed_steps0_kv = lambda batch: order.append(("departed", batch))
     batch = SimpleNamespace(forward_mode=SimpleNamespace(is_extend=lambda: True, is_idle=lambda: False),
                             is_extend_in_batch=False, seq_lens=torch.arange(BS), req_pool_indices=torch.arange(BS))
     worker.forward_batch_generation(batch)
-    assert order == [("clear", batch), ("prefill", batch)]
+    assert order == [("clear", batch), ("prefill", batch)]  # nobody keeps pending entries: no departed check
+    # Requests that kept entries: what left is written first, before the clear of a reused pool slot.
+    order.clear()
+    worker.draft_worker._steps0_kv_members = ((0, "req-0"),)
+    worker.forward_batch_generation(batch)
+    assert order == [("departed", batch), ("clear", batch), ("prefill", batch)]
