@@ -6,8 +6,8 @@ current token included. Each case is compared with a float64 reference and with 
 ``decode_attention_fwd`` (what forward_decode runs without the switch) on the same inputs: MLA (576/512, one latent
 KV head, value = the key's first 512 columns), GQA (head dim 128, 8 heads on 2 KV heads) and MHA, page sizes 1 and
 16, bs 1-3, contexts of 1 token, a partial page and a few hundred tokens, forced split counts (merge path), one
-split (direct store), the default plan (64 heads: decode's own tile, all heads in one program) and a logit cap. The output is poisoned with NaN with spare rows around it:
-every row written, nothing outside.
+split (direct store), the default plan (64 heads: decode's own tile, all heads in one program) and a logit cap.
+The output is poisoned with NaN with spare rows around it: every row written, nothing outside.
 
 The patched ``TritonAttnBackend.forward_decode`` runs on a fake backend (its KV save into a fake pool whose current
 slots were NaN, so the attention must read what the save wrote): the grouped kernel with

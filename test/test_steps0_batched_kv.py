@@ -155,7 +155,7 @@ class TinyDraftModel:
 def draft_worker(tree: Path, n: int, disaggregation_mode: str = "null") -> Any:
     """An EagleDraftWorker around the tree's KV-only extend, ring, flush and clear (eager: no KV-only graph)."""
     names = [f"EagleDraftWorker.{m}" for m in ("_draft_extend_kv_only", "_steps0_kv_ring", "_flush_steps0_kv",
-                                               "_flush_departed_steps0_kv", "_clear_steps0_kv",
+                                               "_flush_departed_steps0_kv", "_write_steps0_kv", "_clear_steps0_kv",
                                                "_publish_steps0_kv_read_done")]
     extra = {"envs": SimpleNamespace(**{KNOB: flag(n)}), "log_info_on_rank0": lambda logger, msg: logs.append(msg),
              "logger": None, "STEPS0_KV_RING_MAX_BYTES": ring_module(tree).STEPS0_KV_RING_MAX_BYTES}

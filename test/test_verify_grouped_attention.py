@@ -500,9 +500,9 @@ def test_default_decode_tile_fits_sm120(trees, heads: int):  # noqa: F811
     assert stats["tile"]["block_h"] == 16 and stats["shared"] <= SM120_SHARED, stats
 
 
-# Decode (one query) at 64 heads: session 26's sweep (benchmark/results/20261204-0128-h200-attn-decode-sweep) at bs 1 / 8 /
-# 32, 8k-32k: this tile and these split counts were the fastest of 20 settings at each point (0.37-0.71x SGLang's
-# decode kernel); verify (K 4) at 64 heads keeps its 32-head tile.
+# Decode (one query) at 64 heads: session 26's sweep (benchmark/results/20261204-0128-h200-attn-decode-sweep) at
+# bs 1 / 8 / 32, 8k-32k: this tile and these split counts were the fastest of 20 settings at each point (0.37-0.71x
+# SGLang's decode kernel); verify (K 4) at 64 heads keeps its 32-head tile.
 H200_DECODE_DEFAULTS = {1: 64, 8: 8, 32: 2}
 
 

@@ -20,7 +20,9 @@ ENV=${FASTPATH_JIT_ENV:-build/jit-env}
 PY=${FASTPATH_JIT_PYTHON:-python3.11}
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 WHEEL=${FASTPATH_WHEEL:-$( (ls .carry/bundle/wheels/sglang-0.5.17+fastpath*.whl 2>/dev/null || true) | head -1)}
-[ -n "$WHEEL" ] && [ -f "$WHEEL" ] || { echo "build_jit_cache.sh: no fork wheel (build the bundle first, or set FASTPATH_WHEEL)" >&2; exit 2; }
+if [ -z "$WHEEL" ] || [ ! -f "$WHEEL" ]; then
+  echo "build_jit_cache.sh: no fork wheel (build the bundle first, or set FASTPATH_WHEEL)" >&2; exit 2
+fi
 [ -x "$CUDA_HOME/bin/nvcc" ] || { echo "build_jit_cache.sh: no nvcc under CUDA_HOME=$CUDA_HOME" >&2; exit 2; }
 TVM_FFI=$( (ls .carry/bundle/wheels/apache_tvm_ffi-*.whl 2>/dev/null || true) | head -1)
 TVM_FFI=$(basename "${TVM_FFI:-apache_tvm_ffi-0.1.11-}" | cut -d- -f2)
