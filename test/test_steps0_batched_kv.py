@@ -152,13 +152,16 @@ class TinyDraftModel:
             return self.forward(self.model, input_ids, positions, hidden_states, out_cache_loc, pool)
 
 
-def draft_worker(tree: Path, n: int, disaggregation_mode: str = "null") -> Any:
-    """An EagleDraftWorker around the tree's KV-only extend, ring, flush and clear (eager: no KV-only graph)."""
+def draft_worker(tree: Path, n: int, disaggregation_mode: str = "null", **globals_: Any) -> Any:
+    """An EagleDraftWorker around the tree's KV-only extend, ring, flush and clear (eager: no KV-only graph);
+    ``globals_`` replace names the tree's methods read."""
     names = [f"EagleDraftWorker.{m}" for m in ("_draft_extend_kv_only", "_steps0_kv_ring", "_flush_steps0_kv",
                                                "_flush_departed_steps0_kv", "_write_steps0_kv", "_clear_steps0_kv",
                                                "_publish_steps0_kv_read_done")]
     extra = {"envs": SimpleNamespace(**{KNOB: flag(n)}), "log_info_on_rank0": lambda logger, msg: logs.append(msg),
-             "logger": None, "STEPS0_KV_RING_MAX_BYTES": ring_module(tree).STEPS0_KV_RING_MAX_BYTES}
+             "logger": None, "STEPS0_KV_RING_MAX_BYTES": ring_module(tree).STEPS0_KV_RING_MAX_BYTES,
+             "is_pin_memory_available": lambda device=None: False,  # CPU: the departed slots' index unpinned
+             **globals_}
     defs = patched_defs(tree, WORKER, names, extra=extra)
     logs: list[str] = []
 
@@ -324,6 +327,35 @@ def test_a_reused_pool_slot_writes_its_previous_owner_first(trees, tree_name: st
     assert gone.tolist() == [140, 141, 142]
     torch.testing.assert_close(pool.k[gone], ref.k[gone], rtol=1e-5, atol=1e-5)
     assert batched._steps0_kv.pending.abs().sum() == 0 and batched._steps0_kv_members == ()
+
+
+@pytest.mark.parametrize("tree_name", TREES)
+def test_the_departed_slots_reach_the_device_without_waiting_for_it(trees, tree_name: str) -> None:
+    """The departed requests' pool slots (host ints) go to the device from pinned memory with non_blocking: a
+    pageable host-to-device copy would wait for the stream, i.e. the previous batch, in the scheduler's loop."""
+    seen: list[tuple] = []
+
+    class Index:
+        def __init__(self, t: torch.Tensor) -> None:
+            self.t = t
+
+        def to(self, device: Any, non_blocking: bool = False) -> torch.Tensor:
+            seen.append(("to", device, non_blocking))
+            return self.t.to(device)
+
+    class TorchSpy:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(torch, name)
+
+        def tensor(self, data: Any, **kw: Any) -> Index:
+            seen.append(("tensor", data, kw.get("pin_memory")))
+            return Index(torch.tensor(data, dtype=kw.get("dtype")))
+
+    worker = draft_worker(trees.get(tree_name), n=N, torch=TorchSpy(),
+                          is_pin_memory_available=lambda device=None: device == "cpu")
+    run(worker, [("admit", 3, 17, 100), ("admit", 8, 5, 140), ("cycle", [3, 8]), ("cycle", [3])])
+    assert seen == [("tensor", [8], True), ("to", "cpu", True)]
+    assert [w.tolist() for w in worker.draft_runner.token_to_kv_pool.writes] == [[140, 0, 0, 0]]
 
 
 @pytest.mark.parametrize("tree_name", TREES)
