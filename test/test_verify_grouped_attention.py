@@ -500,6 +500,15 @@ def test_default_decode_tile_fits_sm120(trees, heads: int):  # noqa: F811
     assert stats["tile"]["block_h"] == 16 and stats["shared"] <= SM120_SHARED, stats
 
 
+def h200_mla_plan(tree: Path, num_tokens: int, bs: int, heads: int) -> dict:
+    """The patched ``verify_grouped_plan`` for Kimi's MLA (576/512, one latent KV head, bf16) on an H200 (132 SMs,
+    sm_90's shared memory)."""
+    defs = load_defs(source(tree, VERIFY), ["_programs_target", "verify_grouped_tile", "verify_grouped_plan"],
+                     extra={"_multiprocessor_count": lambda index: 132,
+                            "_max_shared_memory": lambda index: SM90_SHARED})
+    return defs["verify_grouped_plan"](num_tokens, bs, heads, 1, 576, 512, True, 2, torch.device("cuda", 0))
+
+
 # Decode (one query) at 64 heads: session 26's sweep (benchmark/results/20261204-0128-h200-attn-decode-sweep) at
 # bs 1 / 8 / 32, 8k-32k: this tile and these split counts were the fastest of 20 settings at each point (0.37-0.71x
 # SGLang's decode kernel); verify (K 4) at 64 heads keeps its 32-head tile.
@@ -508,12 +517,10 @@ H200_DECODE_DEFAULTS = {1: 64, 8: 8, 32: 2}
 
 @pytest.mark.parametrize("bs", list(H200_DECODE_DEFAULTS))
 def test_default_decode_plan_at_64_heads_is_the_h200_sweep(trees, bs: int):  # noqa: F811
-    defs = load_defs(source(trees.patched, VERIFY), ["_programs_target", "verify_grouped_tile", "verify_grouped_plan"],
-                     extra={"_multiprocessor_count": lambda index: 132, "_max_shared_memory": lambda index: 232448})
     keys = ("block_h", "block_n", "num_warps", "num_stages", "dv_splits")
-    decode = defs["verify_grouped_plan"](1, bs, 64, 1, 576, 512, True, 2, torch.device("cuda", 0))
+    decode = h200_mla_plan(trees.patched, 1, bs, 64)
     assert tuple(decode[k] for k in keys) == (64, 32, 8, 2, 2) and decode["max_kv_splits"] == H200_DECODE_DEFAULTS[bs]
-    verify = defs["verify_grouped_plan"](4, bs, 64, 1, 576, 512, True, 2, torch.device("cuda", 0))
+    verify = h200_mla_plan(trees.patched, 4, bs, 64)
     assert verify["block_h"] == 32, verify
 
 
@@ -527,9 +534,7 @@ H200_DEFAULTS = {
 
 @pytest.mark.parametrize("heads,bs", list(H200_DEFAULTS))
 def test_default_mla_plan_is_the_h200_sweeps(trees, heads: int, bs: int):  # noqa: F811
-    defs = load_defs(source(trees.patched, VERIFY), ["_programs_target", "verify_grouped_tile", "verify_grouped_plan"],
-                     extra={"_multiprocessor_count": lambda index: 132, "_max_shared_memory": lambda index: 232448})
-    plan = defs["verify_grouped_plan"](4, bs, heads, 1, 576, 512, True, 2, torch.device("cuda", 0))
+    plan = h200_mla_plan(trees.patched, 4, bs, heads)
     tile, splits = H200_DEFAULTS[(heads, bs)]
     keys = ("block_h", "block_n", "num_warps", "num_stages", "dv_splits")
     assert (tuple(plan[k] for k in keys), plan["max_kv_splits"], plan["min_split_len"]) == (tile, splits, 32)

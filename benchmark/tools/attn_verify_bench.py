@@ -943,9 +943,9 @@ def decode_sweep_table(records: list[dict], sweep: list[dict]) -> str:
             by_point.setdefault((r["heads"], r["bs"], r["ctx"]), {})[r["variant"]] = r["value"]
     for r in sweep:
         if "value" in r:
-            best = by_point.setdefault((r["heads"], r["bs"], r["ctx"]), {}).get("best")
-            if best is None or r["value"] < best["value"]:
-                by_point[(r["heads"], r["bs"], r["ctx"])]["best"] = r
+            point = by_point.setdefault((r["heads"], r["bs"], r["ctx"]), {})
+            if "best" not in point or r["value"] < point["best"]["value"]:
+                point["best"] = r
     lines = ["heads bs   ctx | decode us | 0035 default us | best swept us | best/decode | best setting",
              "--------------+-----------+-----------------+---------------+-------------+-------------"]
     for (heads, bs, ctx), v in sorted(by_point.items()):

@@ -1,4 +1,4 @@
-# shellcheck shell=bash disable=SC2034  # sourced: B, ALL3, BF16, KSET, KOFF, SKIP0, ALL3_BF16_VARS, KV_ONLY_VAR and the functions are for the caller
+# shellcheck shell=bash disable=SC2034  # sourced: B, ALL3, BF16, KSET, KOFF, SKIP0, ALL3_VARS, ALL3_BF16_VARS, KV_ONLY_VAR and the functions are for the caller
 # Sourced by a device call's benchmark script, from the repository root, on the GPU host (after a fresh
 # checkout the git-ignored .devrun/ is gone; this is what every session's .devrun/common.sh held):
 #   source test/gpu/device_bench.sh
@@ -10,8 +10,9 @@
 # cycle stats, for a variant named all3), BF16 (patch 0030 on as well, added after $ALL3), KSET (server args for the adaptive K set 2/3/4/6/8 of
 # benchmark/configs/adaptive-ks.json), KOFF (the same plus steps 0, adaptive-ks-off.json), SKIP0 (steps 0 without its draft
 # extend, for a variant named all3: an upper bound for a turned-down state, since a real draft's KV falls behind),
-# ALL3_BF16_VARS and KV_ONLY_VAR (the same switches by name, for any variant: variant_env NAME $ALL3_BF16_VARS
-# $KV_ONLY_VAR SGLANG_SPEC_KV_ONLY_BATCH=8), and draw, summ and pack.
+# ALL3_VARS, ALL3_BF16_VARS and KV_ONLY_VAR (the same switches by name, for any variant:
+# variant_env NAME $ALL3_BF16_VARS $KV_ONLY_VAR SGLANG_SPEC_KV_ONLY_BATCH=8; ALL3 and BF16 are made with it),
+# and draw, summ and pack.
 # Habits: write every call's script before the first call, and issue the next one within 30 s of a reply (the host
 # is given back after ~30 s idle: a fresh one redraws its models). For kimi runs build the bundle with
 # --jit-cache build/cache/jit/sm90 (docs/bundle.md; made on the CPU machine by test/gpu/build_jit_cache.sh, ~5 min,
@@ -21,20 +22,21 @@ source test/gpu/device_env.sh
 export PYTHONPATH=$PWD/python:$PYTHONPATH  # this tree's sglang_fastpath before the bundle's
 BB=/tmp/bench; L=/tmp/logs; mkdir -p $BB $L
 B="python3 benchmark/run.py --profile all --kinds e2e --configs tp1 --backends triton --ks 4 --topks 1 --no-plot --out $BB"
-ALL3="--variant-env all3:SGLANG_CUDA_GRAPH_SHARED_CAPTURE_STREAM=1 --variant-env all3:SGLANG_TRITON_SHARED_GRAPH_STATE=1"
-ALL3="$ALL3 --variant-env all3:SGLANG_CUDA_GRAPH_SHARED_AUX_HIDDEN=1 --variant-env all3:SGLANG_SPEC_CYCLE_STATS=1"
-BF16="--variant-env all3:SGLANG_CUDA_GRAPH_BF16_VERIFY_LOGITS=1"  # with $ALL3: patch 0030 on too
-KSET="{\"speculative_adaptive\": true, \"speculative_adaptive_config\": \"$PWD/benchmark/configs/adaptive-ks.json\"}"
-KOFF="{\"speculative_adaptive\": true, \"speculative_adaptive_config\": \"$PWD/benchmark/configs/adaptive-ks-off.json\"}"
-SKIP0="--variant-env all3:SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND=1"  # steps 0 without its draft extend (draft KV left behind)
-# The variables of ALL3 and BF16 in one list, and 0034's switch (steps 0 writes only the draft's KV).
-ALL3_BF16_VARS="SGLANG_CUDA_GRAPH_SHARED_CAPTURE_STREAM SGLANG_TRITON_SHARED_GRAPH_STATE SGLANG_CUDA_GRAPH_SHARED_AUX_HIDDEN"
-ALL3_BF16_VARS="$ALL3_BF16_VARS SGLANG_SPEC_CYCLE_STATS SGLANG_CUDA_GRAPH_BF16_VERIFY_LOGITS"
-KV_ONLY_VAR=SGLANG_SPEC_KV_ONLY_ZERO_STEP_DRAFT_EXTEND
 variant_env() {  # NAME VAR[=VALUE]...: --variant-env NAME:VAR=VALUE for each (VALUE 1 when not given)
   local n=$1 v; shift
   for v in "$@"; do [[ $v == *=* ]] || v="$v=1"; printf -- '--variant-env %s:%s ' "$n" "$v"; done
 }
+# The switches of ALL3 (patches 0024, 0026, 0027 and the cycle stats) and of BF16 (patch 0030) by name, for any
+# variant, and 0034's (steps 0 writes only the draft's KV).
+ALL3_VARS="SGLANG_CUDA_GRAPH_SHARED_CAPTURE_STREAM SGLANG_TRITON_SHARED_GRAPH_STATE SGLANG_CUDA_GRAPH_SHARED_AUX_HIDDEN"
+ALL3_VARS="$ALL3_VARS SGLANG_SPEC_CYCLE_STATS"
+ALL3_BF16_VARS="$ALL3_VARS SGLANG_CUDA_GRAPH_BF16_VERIFY_LOGITS"
+KV_ONLY_VAR=SGLANG_SPEC_KV_ONLY_ZERO_STEP_DRAFT_EXTEND
+ALL3=$(variant_env all3 $ALL3_VARS)
+BF16=$(variant_env all3 SGLANG_CUDA_GRAPH_BF16_VERIFY_LOGITS)  # with $ALL3: patch 0030 on too
+KSET="{\"speculative_adaptive\": true, \"speculative_adaptive_config\": \"$PWD/benchmark/configs/adaptive-ks.json\"}"
+KOFF="{\"speculative_adaptive\": true, \"speculative_adaptive_config\": \"$PWD/benchmark/configs/adaptive-ks-off.json\"}"
+SKIP0="--variant-env all3:SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND=1"  # steps 0 without its draft extend (draft KV left behind)
 draw() {  # NAME ARGS...: draw a model pair into $M/NAME unless it is there
   local n=$1; shift
   [ -f "$M/$n/target/config.json" ] || python3 -m sglang_fastpath models "$@" --device cuda --out "$M/$n" > "$L/draw-$n.log" 2>&1
