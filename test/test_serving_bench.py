@@ -118,7 +118,7 @@ def test_a_failing_client_prints_its_log_tail_and_only_the_client_gets_the_stub(
     monkeypatch.setattr(serving_bench, "LaunchedServer", FakeServer)
     monkeypatch.setattr(serving_bench.subprocess, "Popen", FakeClient)
     args = parse_args(["--models", str(tmp_path / "m"), "--out", str(tmp_path / "o"), "--concurrency", "1,8",
-                       "--stall-dump-s", "0"])
+                       "--stall-dump-s", "0", "--prewarm-prompts", "0"])
     bench_env = client_env(dict(os.environ), stub=True)
     (tmp_path / "o").mkdir()
     for mode in ("nospec", "eagle3"):
@@ -168,7 +168,8 @@ def test_stall_dumps_reach_the_server_and_the_client_but_the_stub_only_the_clien
     FakeServer.envs = []
     monkeypatch.setattr(serving_bench, "LaunchedServer", Server)
     monkeypatch.setattr(serving_bench.subprocess, "Popen", Client)
-    args = parse_args(["--models", str(tmp_path / "m"), "--out", str(tmp_path / "o"), "--concurrency", "1"])
+    args = parse_args(["--models", str(tmp_path / "m"), "--out", str(tmp_path / "o"), "--concurrency", "1",
+                       "--prewarm-prompts", "0"])
     assert args.stall_dump_s == 3.0
     (tmp_path / "o").mkdir()
     points = serving_bench.run_mode("eagle3", args, tmp_path / "o", client_env(dict(os.environ), stub=True))
@@ -189,3 +190,38 @@ def test_modes_run_in_the_order_given(tmp_path: Path, monkeypatch: pytest.Monkey
     for bad in ("eagle3,eagle3", "fast", ","):
         with pytest.raises(SystemExit):
             parse_args(["--models", "m", "--out", "o", "--modes", bad])
+
+
+def test_a_prewarm_run_of_other_prompts_comes_first_and_stays_out_of_the_table(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Session 27: first-use stalls fell inside the timed concurrency-1 run. The pre-warm run goes first, at the
+    largest concurrency, with prompts of another seed and 32 new tokens; its point keeps its stalls and errors but
+    is not a row of the table."""
+    cmds = []
+
+    class Client:
+        def __init__(self, cmd: list[str], stdout, env: dict[str, str], **kwargs) -> None:
+            cmds.append(cmd)
+            out_file = Path(cmd[cmd.index("--output-file") + 1])
+            out_file.write_text(json.dumps({"completed": 4, "output_throughput": 100.0 + len(cmds)}) + "\n")
+
+        def wait(self, timeout: float) -> int:
+            return 0
+
+    FakeServer.envs = []
+    monkeypatch.setattr(serving_bench, "LaunchedServer", FakeServer)
+    monkeypatch.setattr(serving_bench.subprocess, "Popen", Client)
+    args = parse_args(["--models", str(tmp_path / "m"), "--out", str(tmp_path / "o"), "--concurrency", "1,8",
+                       "--stall-dump-s", "0", "--seed", "5"])
+    assert args.prewarm_prompts == 32
+    (tmp_path / "o").mkdir()
+    points = serving_bench.run_mode("nospec", args, tmp_path / "o", dict(os.environ))
+    flag = lambda cmd, name: cmd[cmd.index(name) + 1]  # noqa: E731
+    assert [flag(c, "--max-concurrency") for c in cmds] == ["8", "1", "8"]
+    assert [flag(c, "--seed") for c in cmds] == ["1005", "5", "5"]
+    assert [flag(c, "--random-output-len") for c in cmds] == ["32", "256", "256"]
+    assert [flag(c, "--num-prompts") for c in cmds] == ["32", "16", "32"]
+    assert flag(cmds[0], "--output-file").endswith("serving-nospec-prewarm.jsonl")
+    assert [p.prewarm for p in points] == [True, False, False]
+    rows = table(points).splitlines()[2:]
+    assert len(rows) == 2 and rows[0].startswith("| 1 | 102.0 |") and rows[1].startswith("| 8 | 103.0 |")

@@ -266,9 +266,7 @@ class FakeWorker:
         self.activate_step_by_batch = lambda bs: None
         self.draft_worker = SimpleNamespace(
             draft_tp_context=lambda group: nullcontext(), draft_runner=SimpleNamespace(tp_group=None),
-            parallel_layout=None, draft=self.draft, _draft_extend_for_decode=self.draft_extend,
-            _flush_steps0_kv=lambda batch: None,  # 0036: the batched steps-0 KV's flush (nothing pending)
-            _steps0_kv_members=())  # 0036: no request keeps pending steps-0 KV
+            parallel_layout=None, draft=self.draft, _draft_extend_for_decode=self.draft_extend)
 
     def draft(self, batch):
         self.gpu.run(1.0)

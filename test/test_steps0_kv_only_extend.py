@@ -501,8 +501,7 @@ def spec_worker(defs: dict[str, Any], steps: int, controller: Any = None, kv_onl
             self.topk, self.device, self.ran = 1, "cpu", []
             self.draft_worker = SimpleNamespace(
                 draft_tp_context=lambda group: nullcontext(), draft_runner=SimpleNamespace(tp_group=None),
-                draft=self.draft, _draft_extend_for_decode=self.full, _draft_extend_kv_only=self.kv_only,
-                _flush_steps0_kv=lambda batch: None, _steps0_kv_members=())  # 0036's batched KV: nothing pending
+                draft=self.draft, _draft_extend_for_decode=self.full, _draft_extend_kv_only=self.kv_only)
 
         def draft(self, batch: Any) -> Any:
             return SimpleNamespace(is_verify_input=lambda: True)

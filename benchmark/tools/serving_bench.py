@@ -12,7 +12,11 @@ ids drawn from ``--seed``: no download, the same prompts for both modes) with
 exactly the given lengths), after ``concurrency`` warm-up requests sent at once (the benchmark's
 ``--warmup-requests``), so a server meets that batch size once before it is timed (session 24's
 EAGLE-3 kimi16 server, warmed by one request, stalled 11 s once in its first concurrency-8 run; cause
-not found; identical warm-up prompts finish together, so they need not reach every state a timed run does). ``--acc-len`` sets ``SGLANG_SIMULATE_ACC_LEN`` for the EAGLE-3 server
+not found; identical warm-up prompts finish together, so they need not reach every state a timed run does).
+Before the first point each server gets a pre-warm run (``--prewarm-prompts`` prompts of another seed, 32
+new tokens, at the largest concurrency; its own warm-up request repeats its first prompt, so a prefill
+over a cached prefix runs too): session 27's EAGLE-3 server otherwise paid two first-use stalls (4 s,
+then a 1.85 s TTFT) inside its timed concurrency-1 run. ``--acc-len`` sets ``SGLANG_SIMULATE_ACC_LEN`` for the EAGLE-3 server
 (0: the draft's real acceptance). Writes ``serving.json`` (one record per mode and concurrency:
 output tok/s, request throughput, median and p99 TTFT/ITL, accept length when the benchmark
 reports one; the server's quiet spells, see ``--stall-dump-s``), the benchmark's JSONL and both server logs,
@@ -64,18 +68,23 @@ class Point:
     error: str | None = None
     # quiet spells of the server's log while the client ran, each with its stack dumps (StallWatch)
     stalls: list[dict] = field(default_factory=list)
+    prewarm: bool = False  # the untimed pre-warm run (kept for its stalls and errors, not in the table)
 
 
 def prompts_for(concurrency: int) -> int:
     return max(16, 4 * concurrency)
 
 
+PREWARM_OUTPUT_LEN = 32
+PREWARM_SEED_OFFSET = 1000  # pre-warm prompts differ from every timed prompt
+
+
 def bench_command(port: int, model: str, concurrency: int, input_len: int, output_len: int, seed: int,
-                  out_file: Path) -> list[str]:
+                  out_file: Path, prompts: int | None = None) -> list[str]:
     return [sys.executable, "-m", "sglang.benchmark.serving", "--backend", "sglang", "--host", "127.0.0.1",
             "--port", str(port), "--model", model, "--tokenizer", model, "--dataset-name", "random-ids",
             "--random-input-len", str(input_len), "--random-output-len", str(output_len),
-            "--random-range-ratio", "1", "--num-prompts", str(prompts_for(concurrency)),
+            "--random-range-ratio", "1", "--num-prompts", str(prompts or prompts_for(concurrency)),
             "--max-concurrency", str(concurrency), "--seed", str(seed), "--disable-tqdm",
             "--warmup-requests", str(concurrency), "--output-file", str(out_file)]
 
@@ -140,17 +149,20 @@ def run_mode(mode: str, args: argparse.Namespace, out: Path, bench_env: dict[str
         if args.stall_dump_s > 0:
             watch = StallWatch(server.log, server.proc.pid, markers, quiet_s=args.stall_dump_s)
             watch.start()
-        for concurrency in args.concurrency:
-            out_file = out / f"serving-{mode}-c{concurrency}.jsonl"
-            cmd = bench_command(port, str(pair.target), concurrency, args.input_len, args.output_len, args.seed,
-                                out_file)
-            log_path = out / f"bench-{mode}-c{concurrency}.log"
+        runs = [(c, args.input_len, args.output_len, args.seed, None, f"c{c}") for c in args.concurrency]
+        if args.prewarm_prompts > 0:
+            runs.insert(0, (max(args.concurrency), args.input_len, PREWARM_OUTPUT_LEN,
+                            args.seed + PREWARM_SEED_OFFSET, args.prewarm_prompts, "prewarm"))
+        for concurrency, input_len, output_len, seed, prompts, tag in runs:
+            out_file = out / f"serving-{mode}-{tag}.jsonl"
+            cmd = bench_command(port, str(pair.target), concurrency, input_len, output_len, seed, out_file, prompts)
+            log_path = out / f"bench-{mode}-{tag}.log"
             returncode, stalls = run_client(cmd, log_path, bench_env, args.point_timeout_s, watch)
-            point = replace(read_point(mode, concurrency, out_file), stalls=stalls)
+            point = replace(read_point(mode, concurrency, out_file), stalls=stalls, prewarm=tag == "prewarm")
             if returncode != 0 and point.error is None:
                 point = replace(point, error=f"benchmark exited {returncode}")
             if point.error:
-                print(f"{mode} c{concurrency}: {point.error}; the last lines of {log_path.name}:\n"
+                print(f"{mode} {tag}: {point.error}; the last lines of {log_path.name}:\n"
                       f"{log_tail(log_path)}", file=sys.stderr)
             points.append(point)
     except Exception as exc:  # noqa: BLE001 - record the failure, keep what was measured
@@ -183,10 +195,10 @@ def run_client(cmd: list[str], log_path: Path, env: dict[str, str], timeout_s: f
 
 
 def table(points: list[Point]) -> str:
-    by = {(p.mode, p.concurrency): p for p in points}
+    by = {(p.mode, p.concurrency): p for p in points if not p.prewarm}
     rows = ["| concurrency | no spec tok/s | EAGLE-3 tok/s | ratio | EAGLE-3 accept | ITL p50 ms no spec / EAGLE-3 |",
             "|---|---|---|---|---|---|"]
-    for c in sorted({p.concurrency for p in points if p.concurrency > 0}):
+    for c in sorted({p.concurrency for p in points if p.concurrency > 0 and not p.prewarm}):
         a, b = by.get(("nospec", c)), by.get(("eagle3", c))
         ta = a.output_tokens_per_s if a else None
         tb = b.output_tokens_per_s if b else None
@@ -221,6 +233,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--modes", type=modes, default=list(MODES),
                    help="the modes to run, in this order (a budget that ends early keeps the first): "
                         f"{','.join(MODES)}")
+    p.add_argument("--prewarm-prompts", type=int, default=32,
+                   help="prompts of an untimed run (another seed, 32 new tokens, the largest concurrency) before "
+                        "each server's first point, so first-use compiles fall outside the timed runs; 0: none")
     p.add_argument("--start-timeout-s", type=float, default=300.0)
     p.add_argument("--point-timeout-s", type=float, default=300.0)
     p.add_argument("--stall-dump-s", type=float, default=3.0,

@@ -11,7 +11,7 @@
 # benchmark/configs/adaptive-ks.json), KOFF (the same plus steps 0, adaptive-ks-off.json), SKIP0 (steps 0 without its draft
 # extend, for a variant named all3: an upper bound for a turned-down state, since a real draft's KV falls behind),
 # ALL3_VARS, ALL3_BF16_VARS and KV_ONLY_VAR (the same switches by name, for any variant:
-# variant_env NAME $ALL3_BF16_VARS $KV_ONLY_VAR SGLANG_SPEC_KV_ONLY_BATCH=8; ALL3 and BF16 are made with it),
+# variant_env NAME $ALL3_BF16_VARS $KV_ONLY_VAR SGLANG_ENABLE_TRITON_GROUPED_DECODE; ALL3 and BF16 are made with it),
 # and draw, summ and pack.
 # Habits: write every call's script before the first call, and issue the next one within 30 s of a reply (the host
 # is given back after ~30 s idle: a fresh one redraws its models). For kimi runs build the bundle with

@@ -1,0 +1,62 @@
+"""The device scripts queued in test/gpu/queue/ name only server arguments SGLang 0.5.17 has.
+
+Session 27's first device call died at once on ``"cuda_graph_max_bs"``, a ServerArgs field of other
+releases (0.5.17 has ``cuda_graph_max_bs_decode``): 240 s of a 1800-s device budget for a typo a CPU can
+see. Every ``"name":`` key of a ``--server-args`` JSON and every ``--flag`` after ``--`` of a
+``serving_bench`` line must be a field (or its flag spelling) of the pinned release's ``ServerArgs``,
+read from the pristine tree's ``server_args.py`` by its syntax tree.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from sglang_trees import source, trees  # noqa: F401 - trees is a fixture
+
+QUEUE = Path(__file__).resolve().parent / "gpu" / "queue"
+JSON_KEY = re.compile(r'\\?"([a-z_][a-z0-9_]*)\\?"\s*:')
+SERVER_ARGS_JSON = re.compile(r"--server-args\s+(?:'([^']*)'|\"\$(\w+)\")")
+SHELL_VAR = re.compile(r"^(\w+)=\"(.*)\"$", re.M)
+
+
+def server_args_fields(tree: Path) -> set[str]:
+    """The annotated fields of ``class ServerArgs`` in ``tree``."""
+    module = ast.parse(source(tree, "sglang.srt.server_args").read_text())
+    cls = next(n for n in module.body if isinstance(n, ast.ClassDef) and n.name == "ServerArgs")
+    return {n.target.id for n in cls.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)}
+
+
+def named_server_args(script: str) -> set[str]:
+    """Server-argument names a queued script passes: JSON keys of --server-args (inline, or through a shell
+    variable set in the script) and the flags after ``--`` of a serving_bench command (as field names)."""
+    variables = dict(SHELL_VAR.findall(script))
+    names: set[str] = set()
+    for inline, var in SERVER_ARGS_JSON.findall(script):
+        names |= set(JSON_KEY.findall(inline or variables.get(var, "")))
+    for line in re.sub(r"\\\n\s*", " ", script).splitlines():
+        if "serving_bench" in line and " -- " in line:
+            tail = line.split(" -- ", 1)[1]
+            names |= {flag[2:].replace("-", "_") for flag in re.findall(r"--[a-z][a-z0-9-]*", tail.split(">")[0])}
+    return names
+
+
+def test_the_reader_finds_json_keys_and_serving_flags() -> None:
+    script = ('CAP="{\\"mem_fraction_static\\": 0.65, \\"cuda_graph_max_bs\\": 32}"\n'
+              '$B --models m --server-args "$CAP" --name x\n'
+              "$B --server-args '{\"page_size\": 64}'\n"
+              "python3 -m benchmark.tools.serving_bench --models m -- \\\n  --mem-fraction-static 0.65 > log\n")
+    assert named_server_args(script) == {"mem_fraction_static", "cuda_graph_max_bs", "page_size"}
+
+
+def test_every_queued_script_names_only_fields_of_the_pinned_release(trees) -> None:  # noqa: F811
+    fields = server_args_fields(trees.pristine)
+    assert {"cuda_graph_max_bs_decode", "mem_fraction_static"} <= fields and "cuda_graph_max_bs" not in fields
+    scripts = sorted(QUEUE.glob("*.sh"))
+    if not scripts:
+        pytest.skip("no device script is queued")
+    unknown = {p.name: sorted(named_server_args(p.read_text()) - fields) for p in scripts}
+    assert {name: bad for name, bad in unknown.items() if bad} == {}
