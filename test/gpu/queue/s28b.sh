@@ -1,14 +1,17 @@
-# session 28, call B (warm after A: kimi16-acc3 drawn). Issue 11: SGLang's serving benchmark on kimi16 at real accept 3
-# again, now with serving_bench's untimed pre-warm run (--prewarm-prompts 32): session 27's concurrency-1 EAGLE-3 point
-# (1.34x) held one request's 1.85-s first-use stall. EAGLE-3 first, concurrency 1 / 8 / 32.
+# session 28, call B (warm after A: kimi16-acc3 drawn). Issue 12: where the steps-0 cycle's extra time over a plain
+# decode step goes, before building docs/steps0-as-decode-plan.md (patch 0037). Speculation held at steps 0
+# (benchmark/configs/adaptive-steps0.json) with 0034's KV-only draft write (all3 + bf16 logits + KV_ONLY), bs 1 / 8 / 32,
+# 12 profiled steps a point for each mode (benchmark/cycle_phases.py: GPU busy vs host gaps per phase), greedy parity.
+# Session 26: steps-0 cycle 4.09 ms vs plain decode 3.81 ms at bs 1 (kimi16-miss65). If the gap is host time, 0037
+# (the target as a DECODE forward) can close it; if it is GPU work of the verify path or the draft write, it cannot.
 set -uo pipefail
 [ -d /tmp/site-fork/sglang ] && export FASTPATH_PREFLIGHT_DONE=1
 source test/gpu/device_bench.sh; rm -rf $BB/*
 draw kimi16-acc3 kimi --layers 16 --routed-experts 96 --draft-accept-length 3
-export SGLANG_CUDA_GRAPH_SHARED_CAPTURE_STREAM=1 SGLANG_TRITON_SHARED_GRAPH_STATE=1 SGLANG_CUDA_GRAPH_SHARED_AUX_HIDDEN=1
-timeout $(left 570) python3 -m benchmark.tools.serving_bench --models $M/kimi16-acc3 --out $BB/serving-kimi16 \
-  --concurrency 1,8,32 --input-len 128 --output-len 256 --acc-len 0 --seed 1 --modes eagle3,nospec -- \
-  --mem-fraction-static 0.65 --cuda-graph-max-bs-decode 32 > $L/serving.log 2>&1
-say "serving rc=$?"; tail -8 $L/serving.log
-python3 -c "import json; d=json.load(open('$BB/serving-kimi16/serving.json')); [print(r['mode'], r['concurrency'], r.get('prewarm'), r.get('output_tokens_per_s'), r.get('p99_ttft_ms'), r.get('stalls')) for r in d['records']]"
-cp -r $L $BB/; tar czf $OUT/s28b.tgz -C $BB .
+S0="{\"speculative_adaptive\": true, \"speculative_adaptive_config\": \"$PWD/benchmark/configs/adaptive-steps0.json\", \"mem_fraction_static\": 0.65, \"cuda_graph_max_bs_decode\": 32}"
+$B --models $M/kimi16-acc3 --variant kvonly=/tmp/site-fork $(variant_env kvonly $ALL3_BF16_VARS $KV_ONLY_VAR) \
+  --bs 1,8,32 --acc-len 0 --e2e-runs 2 --profile-steps 12 --server-args "$S0" --name kimi16-steps0-trace \
+  --budget-s $(left 570) > $L/b1.log 2>&1
+say "steps0 trace rc=$?"
+ls $BB/*/ | head -20
+pack s28b
