@@ -3,6 +3,8 @@ client-only ``datasets`` stub, the failing client's log tail and the stack-dump 
 
 from __future__ import annotations
 
+import argparse
+
 import json
 import os
 import subprocess
@@ -102,6 +104,18 @@ class FakeServer:
         pass
 
 
+def fake_server_and_client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, client: type,
+                           *more: str) -> argparse.Namespace:
+    """FakeServer and ``client`` in place of the server and the benchmark process; the arguments of a run at
+    concurrency 1 and 8 without the stall watch (plus ``more``), its output folder made."""
+    FakeServer.envs = []
+    monkeypatch.setattr(serving_bench, "LaunchedServer", FakeServer)
+    monkeypatch.setattr(serving_bench.subprocess, "Popen", client)
+    (tmp_path / "o").mkdir()
+    return parse_args(["--models", str(tmp_path / "m"), "--out", str(tmp_path / "o"), "--concurrency", "1,8",
+                       "--stall-dump-s", "0", *more])
+
+
 def test_a_failing_client_prints_its_log_tail_and_only_the_client_gets_the_stub(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     client_envs = []
@@ -114,13 +128,8 @@ def test_a_failing_client_prints_its_log_tail_and_only_the_client_gets_the_stub(
         def wait(self, timeout: float) -> int:
             return 1
 
-    FakeServer.envs = []
-    monkeypatch.setattr(serving_bench, "LaunchedServer", FakeServer)
-    monkeypatch.setattr(serving_bench.subprocess, "Popen", FakeClient)
-    args = parse_args(["--models", str(tmp_path / "m"), "--out", str(tmp_path / "o"), "--concurrency", "1,8",
-                       "--stall-dump-s", "0", "--prewarm-prompts", "0"])
+    args = fake_server_and_client(tmp_path, monkeypatch, FakeClient, "--prewarm-prompts", "0")
     bench_env = client_env(dict(os.environ), stub=True)
-    (tmp_path / "o").mkdir()
     for mode in ("nospec", "eagle3"):
         points = serving_bench.run_mode(mode, args, tmp_path / "o", bench_env)
         assert [p.error for p in points] == ["no result line", "no result line"]
@@ -208,13 +217,8 @@ def test_a_prewarm_run_of_other_prompts_comes_first_and_stays_out_of_the_table(
         def wait(self, timeout: float) -> int:
             return 0
 
-    FakeServer.envs = []
-    monkeypatch.setattr(serving_bench, "LaunchedServer", FakeServer)
-    monkeypatch.setattr(serving_bench.subprocess, "Popen", Client)
-    args = parse_args(["--models", str(tmp_path / "m"), "--out", str(tmp_path / "o"), "--concurrency", "1,8",
-                       "--stall-dump-s", "0", "--seed", "5"])
+    args = fake_server_and_client(tmp_path, monkeypatch, Client, "--seed", "5")
     assert args.prewarm_prompts == 32
-    (tmp_path / "o").mkdir()
     points = serving_bench.run_mode("nospec", args, tmp_path / "o", dict(os.environ))
     flag = lambda cmd, name: cmd[cmd.index(name) + 1]  # noqa: E731
     assert [flag(c, "--max-concurrency") for c in cmds] == ["8", "1", "8"]
