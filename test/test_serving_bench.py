@@ -4,7 +4,6 @@ client-only ``datasets`` stub, the failing client's log tail and the stack-dump 
 from __future__ import annotations
 
 import argparse
-
 import json
 import os
 import subprocess
