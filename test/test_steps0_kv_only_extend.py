@@ -496,6 +496,9 @@ def spec_worker(defs: dict[str, Any], steps: int, controller: Any = None, kv_onl
     class SpecWorker:
         _draft_kv_only_last = False
 
+        def _steps0_decode_ok(self, batch: Any) -> bool:  # patch 0037's decode branch: no DECODE graphs here
+            return False
+
         def __init__(self) -> None:
             self.speculative_num_steps, self.adaptive_controller = steps, controller
             self.topk, self.device, self.ran = 1, "cpu", []
