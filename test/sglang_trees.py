@@ -291,6 +291,31 @@ def load_defs(path: Path, names: list[str], extra: dict[str, Any] | None = None)
     return {name: namespace[node.name] for name, node in zip(names, nodes)}
 
 
+def tree_defs(tree: Path, module: str, names: list[str], extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``load_defs`` of ``module`` in ``tree``, after asserting the tree defines every name (a release without the
+    patch fails that assertion, so its tests xfail under ``SHOWS_THE_BUG``), with ``tree`` as the importer's."""
+    text = source(tree, module).read_text()
+    for name in names:
+        assert f"def {name.rpartition('.')[2]}(" in text, f"{module} has no {name}"
+    TreeImporter.use(tree)
+    return load_defs(source(tree, module), names, extra=extra)
+
+
+def env_flag(value: Any) -> Any:
+    """A stand-in for an ``envs.SGLANG_*`` flag: ``.get()`` returns ``value``."""
+    return types.SimpleNamespace(get=lambda: value)
+
+
+def assert_switch_defaults_off(tree: Path, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``envs.<name>`` of ``tree`` exists, reads False unset and True once set to 1."""
+    monkeypatch.delenv(name, raising=False)
+    envs = TreeImporter.module(tree, "sglang.srt.environ").envs
+    assert hasattr(envs, name)
+    assert getattr(envs, name).get() is False
+    monkeypatch.setenv(name, "1")
+    assert getattr(envs, name).get() is True
+
+
 def annotations_flag() -> int:
     import __future__
 

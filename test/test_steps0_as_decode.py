@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 import torch
-from sglang_trees import SHOWS_THE_BUG, TreeImporter, load_defs, source
+from sglang_trees import SHOWS_THE_BUG, assert_switch_defaults_off, source, tree_defs
+from sglang_trees import env_flag as flag
 from sglang_trees import trees  # noqa: F401 (a fixture)
 
 SWITCH = "SGLANG_SPEC_STEPS0_AS_DECODE"
@@ -33,19 +34,6 @@ BS, H_AUX, CONTEXT = 3, 48, 64
 FULL = 2
 
 
-def tree_defs(tree: Path, module: str, names: list[str], extra: dict[str, Any]) -> dict[str, Any]:
-    """``load_defs``, after asserting the tree defines every name (the release does not: an assertion fails)."""
-    text = source(tree, module).read_text()
-    for name in names:
-        assert f"def {name.rpartition('.')[2]}(" in text, f"{module} has no {name}"
-    TreeImporter.use(tree)
-    return load_defs(source(tree, module), names, extra=extra)
-
-
-def flag(value: Any) -> SimpleNamespace:
-    return SimpleNamespace(get=lambda: value)
-
-
 class Result(SimpleNamespace):
     """GenerationBatchResult's stand-in: the fields it was built with."""
 
@@ -56,12 +44,7 @@ class DraftInput(SimpleNamespace):
 
 @pytest.mark.parametrize("tree_name", TREES)
 def test_the_switch_exists_and_defaults_off(trees, monkeypatch, tree_name: str) -> None:
-    monkeypatch.delenv(SWITCH, raising=False)
-    envs = TreeImporter.module(trees.get(tree_name), "sglang.srt.environ").envs
-    assert hasattr(envs, SWITCH)
-    assert getattr(envs, SWITCH).get() is False
-    monkeypatch.setenv(SWITCH, "1")
-    assert getattr(envs, SWITCH).get() is True
+    assert_switch_defaults_off(trees.get(tree_name), SWITCH, monkeypatch)
 
 
 # --- the spec worker's steps-0 branch ----------------------------------------------------------------

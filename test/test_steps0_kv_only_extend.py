@@ -23,7 +23,9 @@ from typing import Any
 import pytest
 import torch
 from eagle3_reference import rms_norm, rope
-from sglang_trees import SHOWS_THE_BUG, TreeImporter, load_defs, source
+from sglang_trees import SHOWS_THE_BUG, TreeImporter, assert_switch_defaults_off, source
+from sglang_trees import env_flag as flag
+from sglang_trees import tree_defs as patched_defs
 from sglang_trees import trees  # noqa: F401 (a fixture)
 
 SWITCH = "SGLANG_SPEC_KV_ONLY_ZERO_STEP_DRAFT_EXTEND"
@@ -40,26 +42,12 @@ H, HEADS, KV_HEADS, HD, AUX, VOCAB, THETA, EPS = 16, 4, 2, 8, 3, 50, 10000.0, 1e
 BS = 3
 
 
-def patched_defs(tree: Path, module: str, names: list[str], extra: dict[str, Any]) -> dict[str, Any]:
-    """``load_defs``, after asserting the tree defines every name (the release does not: an assertion fails)."""
-    text = source(tree, module).read_text()
-    for name in names:
-        assert f"def {name.rpartition('.')[2]}(" in text, f"{module} has no {name}"
-    TreeImporter.use(tree)
-    return load_defs(source(tree, module), names, extra=extra)
-
-
 # --- the switch -------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("tree_name", TREES)
 def test_the_switch_exists_and_defaults_off(trees, monkeypatch, tree_name: str) -> None:
-    monkeypatch.delenv(SWITCH, raising=False)
-    envs = TreeImporter.module(trees.get(tree_name), "sglang.srt.environ").envs
-    assert hasattr(envs, SWITCH)
-    assert getattr(envs, SWITCH).get() is False
-    monkeypatch.setenv(SWITCH, "1")
-    assert getattr(envs, SWITCH).get() is True
+    assert_switch_defaults_off(trees.get(tree_name), SWITCH, monkeypatch)
 
 
 # --- the model: forward_kv_only writes the reference K and V -----------------------------------------
@@ -470,10 +458,6 @@ def test_the_kv_only_extend_serves_only_where_it_writes_what_the_full_one_would(
 
 
 # --- the spec worker: which extend a cycle runs, and the hold on an upshift ----------------------------
-
-
-def flag(value: Any) -> SimpleNamespace:
-    return SimpleNamespace(get=lambda: value)
 
 
 def spec_worker_defs(tree: Path, switch: bool, skip: bool = False) -> dict[str, Any]:
