@@ -70,6 +70,7 @@ def worker_defs(tree: Path, monkeypatch: pytest.MonkeyPatch, kv_only: bool = Tru
     extra = {
         "CaptureHiddenMode": SimpleNamespace(NULL=0, LAST=1, FULL=FULL), "EagleDraftInput": DraftInput,
         "ForwardBatch": ForwardBatchRecorder, "GenerationBatchResult": Result, "torch": torch,
+        "upcast_verify_logits": lambda logits_output: setattr(logits_output, "upcast", True),
         "get_draft_recurrent_hidden_state_spec": lambda runner: (16, torch.bfloat16),
         "envs": SimpleNamespace(**{SKIP: flag(False), KV_ONLY: flag(kv_only)},
                                 SGLANG_CUDA_GRAPH_SHARED_AUX_HIDDEN=flag(False)),
@@ -114,6 +115,7 @@ class Target:
                                can_run_cuda_graph=True, routed_experts_output="experts", indexer_topk_output=None)
 
     def sample(self, logits_output: Any, forward_batch: Any) -> torch.Tensor:
+        assert getattr(logits_output, "upcast", False), "sampled before the logits were upcast"
         self.sampled = torch.arange(20, 20 + BS, dtype=torch.int64)
         return self.sampled
 
@@ -330,6 +332,19 @@ def test_a_spec_target_decode_runner_captures_without_spec_info(trees, tree_name
     runner = SimpleNamespace(spec_target_decode=True,
                              model_runner=SimpleNamespace(spec_algorithm=eagle, is_draft_worker=False))
     assert fn(runner, 4) is None
+
+
+@pytest.mark.parametrize("tree_name", TREES)
+@pytest.mark.parametrize("decode_flag", [True, False])
+def test_spec_target_decode_graphs_share_the_verify_logits_dtype(trees, tree_name: str, decode_flag: bool) -> None:
+    """With 0030's bf16 verify logits, DECODE graphs of a spec target take the same (shared) buffer dtype, not a
+    float32 buffer of their own; a plain decode runner keeps float32."""
+    fn = tree_defs(trees.get(tree_name), RUNNER, ["DecodeCudaGraphRunner._logits_buffer_dtype"], extra={
+        "eagle_logits_dtype": lambda model_runner: torch.bfloat16,
+        "ForwardMode": SimpleNamespace(TARGET_VERIFY="target_verify")})["DecodeCudaGraphRunner._logits_buffer_dtype"]
+    runner = SimpleNamespace(capture_forward_mode="decode", spec_target_decode=decode_flag,
+                             model_runner=SimpleNamespace(is_draft_worker=False))
+    assert fn(runner) == (torch.bfloat16 if decode_flag else torch.float32)
 
 
 @pytest.mark.parametrize("tree_name", TREES)
