@@ -16,7 +16,7 @@ python3 -m sglang_fastpath warm-jit > $L/warm-jit.log 2>&1; say "$(tail -2 $L/wa
 python3 benchmark/run.py --profile all --kinds micro --configs tp1 --backends triton --ks 4 --topks 1 --no-plot \
   --out $BB --models $M/kimi16-acc3 --variant stock=/tmp/site-stock --variant fork=/tmp/site-fork \
   --variant gdec=/tmp/site-fork --variant-env gdec:SGLANG_ENABLE_TRITON_GROUPED_DECODE=1 --bs 1,8,32 --ctx 8192 \
-  --iters 20 --server-args '{"mem_fraction_static": 0.65}' --name kimi16-8k-splits-micro \
+  --repeats 1 --iters 20 --server-args '{"mem_fraction_static": 0.65}' --name kimi16-8k-splits-micro \
   --budget-s $(left 330) > $L/a1.log 2>&1
 say "micro 8k rc=$?"
 CAP="{\"mem_fraction_static\": 0.65, \"cuda_graph_max_bs_decode\": 64}"
