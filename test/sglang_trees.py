@@ -291,6 +291,12 @@ def load_defs(path: Path, names: list[str], extra: dict[str, Any] | None = None)
     return {name: namespace[node.name] for name, node in zip(names, nodes)}
 
 
+def find_def(tree: Path, module: str, name: str) -> ast.stmt:
+    """The syntax-tree node of ``name`` (a top-level function or class, or ``Class.method``) in ``module`` of
+    ``tree``, from the cached parse."""
+    return _find_def(_parsed(source(tree, module))[0], name)
+
+
 def tree_defs(tree: Path, module: str, names: list[str], extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """``load_defs`` of ``module`` in ``tree``, after asserting the tree defines every name (a release without the
     patch fails that assertion, so its tests xfail under ``SHOWS_THE_BUG``), with ``tree`` as the importer's."""

@@ -25,7 +25,7 @@ from types import SimpleNamespace
 
 import pytest
 from fastpath_fixtures import script_env
-from sglang_trees import PATCHED_AND_PRISTINE, source
+from sglang_trees import PATCHED_AND_PRISTINE, find_def, source
 from sglang_trees import trees  # noqa: F401 (a fixture)
 
 BACKEND = "sglang.srt.layers.attention.triton_backend"
@@ -36,9 +36,7 @@ HEADS, CONFIG_KV_HEADS, CORES, MAX_SPLITS, CTX = 64, 64, 132, 256, 8192  # Kimi'
 
 def num_kv_head_expr(tree: Path) -> ast.expr:
     """The value assigned to ``self.num_kv_head`` in ``TritonAttnBackend.__init__``."""
-    module = ast.parse(source(tree, BACKEND).read_text())
-    cls = next(n for n in module.body if isinstance(n, ast.ClassDef) and n.name == "TritonAttnBackend")
-    init = next(n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__")
+    init = find_def(tree, BACKEND, "TritonAttnBackend.__init__")
     return next(n.value for n in ast.walk(init) if isinstance(n, ast.Assign) and len(n.targets) == 1
                 and ast.unparse(n.targets[0]) == "self.num_kv_head")
 
@@ -70,7 +68,7 @@ def _splits(tree: str, num_kv_head: int) -> dict[int, int]:
     """bs -> the split count the tree's get_num_kv_splits_triton picks for Kimi's MLA at CTX tokens."""
     import torch
 
-    path = Path(tree) / "python" / "sglang" / "kernels" / "ops" / "attention" / "metadata.py"
+    path = source(Path(tree), "sglang.kernels.ops.attention.metadata")
     spec = importlib.util.spec_from_file_location("fastpath_kv_splits_metadata", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from sglang_trees import source, trees  # noqa: F401 - trees is a fixture
+from sglang_trees import find_def, trees  # noqa: F401 - trees is a fixture
 
 QUEUE = Path(__file__).resolve().parent / "gpu" / "queue"
 JSON_KEY = re.compile(r'\\?"([a-z_][a-z0-9_]*)\\?"\s*:')
@@ -25,8 +25,7 @@ SHELL_VAR = re.compile(r"^(\w+)=\"(.*)\"$", re.M)
 
 def server_args_fields(tree: Path) -> set[str]:
     """The annotated fields of ``class ServerArgs`` in ``tree``."""
-    module = ast.parse(source(tree, "sglang.srt.server_args").read_text())
-    cls = next(n for n in module.body if isinstance(n, ast.ClassDef) and n.name == "ServerArgs")
+    cls = find_def(tree, "sglang.srt.server_args", "ServerArgs")
     return {n.target.id for n in cls.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)}
 
 

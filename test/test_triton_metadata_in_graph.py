@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 import torch
-from sglang_trees import PATCHED, PATCHED_AND_PRISTINE, load_defs, source
+from sglang_trees import PATCHED, PATCHED_AND_PRISTINE, find_def, load_defs, source
 from sglang_trees import trees  # noqa: F401 (a fixture)
 
 BACKEND = "sglang.srt.layers.attention.triton_backend"
@@ -98,9 +98,7 @@ class StaticPoolTranslator:
 
 def backend_methods(tree: Path) -> set[str]:
     """The names TritonAttnBackend defines in ``tree``."""
-    module = ast.parse(source(tree, BACKEND).read_text())
-    cls = next(n for n in module.body if isinstance(n, ast.ClassDef) and n.name == "TritonAttnBackend")
-    return {n.name for n in cls.body if isinstance(n, ast.FunctionDef)}
+    return {n.name for n in find_def(tree, BACKEND, "TritonAttnBackend").body if isinstance(n, ast.FunctionDef)}
 
 
 def backend(tree: Path, in_graph: bool) -> SimpleNamespace:

@@ -149,13 +149,14 @@ def run_mode(mode: str, args: argparse.Namespace, out: Path, bench_env: dict[str
         if args.stall_dump_s > 0:
             watch = StallWatch(server.log, server.proc.pid, markers, quiet_s=args.stall_dump_s)
             watch.start()
-        runs = [(c, args.input_len, args.output_len, args.seed, None, f"c{c}") for c in args.concurrency]
+        runs = [(c, args.output_len, args.seed, None, f"c{c}") for c in args.concurrency]
         if args.prewarm_prompts > 0:
-            runs.insert(0, (max(args.concurrency), args.input_len, PREWARM_OUTPUT_LEN,
-                            args.seed + PREWARM_SEED_OFFSET, args.prewarm_prompts, "prewarm"))
-        for concurrency, input_len, output_len, seed, prompts, tag in runs:
+            runs.insert(0, (max(args.concurrency), PREWARM_OUTPUT_LEN, args.seed + PREWARM_SEED_OFFSET,
+                            args.prewarm_prompts, "prewarm"))
+        for concurrency, output_len, seed, prompts, tag in runs:
             out_file = out / f"serving-{mode}-{tag}.jsonl"
-            cmd = bench_command(port, str(pair.target), concurrency, input_len, output_len, seed, out_file, prompts)
+            cmd = bench_command(port, str(pair.target), concurrency, args.input_len, output_len, seed, out_file,
+                                prompts)
             log_path = out / f"bench-{mode}-{tag}.log"
             returncode, stalls = run_client(cmd, log_path, bench_env, args.point_timeout_s, watch)
             point = replace(read_point(mode, concurrency, out_file), stalls=stalls, prewarm=tag == "prewarm")
@@ -198,7 +199,7 @@ def table(points: list[Point]) -> str:
     by = {(p.mode, p.concurrency): p for p in points if not p.prewarm}
     rows = ["| concurrency | no spec tok/s | EAGLE-3 tok/s | ratio | EAGLE-3 accept | ITL p50 ms no spec / EAGLE-3 |",
             "|---|---|---|---|---|---|"]
-    for c in sorted({p.concurrency for p in points if p.concurrency > 0 and not p.prewarm}):
+    for c in sorted({c for _, c in by if c > 0}):
         a, b = by.get(("nospec", c)), by.get(("eagle3", c))
         ta = a.output_tokens_per_s if a else None
         tb = b.output_tokens_per_s if b else None
