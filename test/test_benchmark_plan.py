@@ -261,3 +261,16 @@ def test_acc_len_defaults_to_real_acceptance_for_a_pair_that_misses(tmp_path, mi
     args = run.parse_args(argv)
     (job,) = run.make_plan(args, 1, run.parse_variants(args)).jobs
     assert job.e2e.acc_len == want
+
+
+def test_heavy_weights_and_long_contexts_lengthen_the_estimate():
+    micro = MicroPoints(bs=(1, 8, 32), ks=(4,), topks=(1,), ctx=8192)
+    light = build_plan("all", VARIANTS, "/m", gpus=1, kinds=["micro"], configs=["tp1"], backends=["triton"],
+                       micro=micro, repeats=1).jobs[0]
+    kimi16 = replace(light, weights_gb=43.0)
+    short = replace(kimi16, micro=replace(micro, ctx=128))
+    assert short.estimate_s() - light.estimate_s() >= 43.0 / 1.8  # the weights load in every process
+    assert kimi16.estimate_s() > short.estimate_s() + 5.0  # and 41 requests of 8k tokens prefill
+    e2e = build_plan("all", VARIANTS, "/m", gpus=1, kinds=["e2e"], configs=["tp1"], backends=["triton"],
+                     repeats=1, e2e_repeats=1, weights_gb=43.0).jobs[0]
+    assert e2e.weights_gb == 43.0 and e2e.estimate_s() - replace(e2e, weights_gb=0.0).estimate_s() > 2 * 23.0

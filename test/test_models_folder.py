@@ -64,3 +64,12 @@ def test_config_errors_are_one_line(tmp_path: Path) -> None:
 def test_language_config_unnests_multimodal_checkpoints() -> None:
     assert language_config({"text_config": {"num_hidden_layers": 61}, "vision_config": {}}) == {"num_hidden_layers": 61}
     assert language_config(LLAMA) is LLAMA
+
+
+def test_weights_gb_counts_both_checkpoints_and_nothing_else(tmp_path: Path) -> None:
+    assert ModelsFolder(tmp_path).weights_gb() == 0.0  # nothing drawn yet (a dry run on CPU)
+    for part, size in (("target", 3_000_000), ("draft", 1_000_000)):
+        (tmp_path / part).mkdir()
+        (tmp_path / part / "model-00001.safetensors").write_bytes(b"\0" * size)
+        (tmp_path / part / "config.json").write_text("{}")
+    assert ModelsFolder(tmp_path).weights_gb() == pytest.approx(0.004)

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from benchmark.driver.plan import Job, Plan
+from benchmark.driver.plan import FIRST_COMPILE_S, Job, Plan
 
 WORKER_ARGV = [sys.executable, "-m", "benchmark.worker"]
 # Multicast stays off on the lent multi-GPU hosts (it can take shared GPUs out of service).
@@ -137,7 +137,9 @@ class Orchestrator:
         raw_path.unlink(missing_ok=True)
         command = [*self.worker_argv, "--spec", str(spec_path), "--out", str(raw_path)]
         overrides = job_env(job, gpus, self.repo)
-        timeout = min(remaining, max(3 * estimate, MIN_TIMEOUT_S))
+        # The estimates assume a warm Triton cache; a variant's first process on a host may compile its kernels
+        # (the stock site's after warm-jit warmed the fork's: 42 s of verify capture for kimi16, 2026-12-04).
+        timeout = min(remaining, max(3 * estimate, MIN_TIMEOUT_S) + job.calibration * FIRST_COMPILE_S)
         outcome = JobOutcome(job, "failed", gpus=gpus, command=command, env=overrides,
                              log=str(log_path.relative_to(self.out_dir)),
                              raw=str(raw_path.relative_to(self.out_dir)))

@@ -29,6 +29,11 @@ IMPORT_S = 12.0
 RUNNER_INIT_S = {1: 10.0, 2: 40.0}  # TP>2: the TP=2 figure (not measured)
 CAPTURE_SHAPE_S = 0.12
 PREFILL_S = 0.4
+# Prefill grows with the tokens and the model: about 20 us a token for kimi16's 43 GB at 8k context on an
+# H200, taken as proportional to the weights (a rough order; the tiny models the constants above were checked on
+# weigh nearly nothing). Weights load at about 1.8 GB/s (kimi16, 43.06 GB in 24.07 s, 2026-12-04).
+PREFILL_TOKEN_GB_S = 5e-7
+LOAD_GB_PER_S = 1.8
 STEP_S = 0.004
 ENGINE_START_S = {1: 35.0, 2: 50.0}
 ENGINE_SPEC_EXTRA_S = 15.0
@@ -114,6 +119,7 @@ class Job:
     e2e: E2EPoints | None = None
     server_args: tuple[tuple[str, Any], ...] = ()
     calibration: float = 1.0
+    weights_gb: float = 0.0  # the target's and draft's checkpoint files, read at each process start
     round: int = 1  # 1-based; rounds of one group alternate between its variants
     rounds: int = 1
 
@@ -135,14 +141,17 @@ class Job:
         if self.micro is not None:
             m = self.micro
             s = IMPORT_S + RUNNER_INIT_S.get(tp, RUNNER_INIT_S[2]) + len(m.graph_bs()) * m.runners * CAPTURE_SHAPE_S
-            s += len(m.bs) * PREFILL_S + m.points * (m.iters + m.warmup) * STEP_S
+            s += self.weights_gb / LOAD_GB_PER_S
+            s += len(m.bs) * PREFILL_S + sum(m.bs) * (m.ctx + max(m.ks)) * self.weights_gb * PREFILL_TOKEN_GB_S
+            s += m.points * (m.iters + m.warmup) * STEP_S
             if m.warmup_block and m.bs:
                 s += PREFILL_S + m.points / len(m.bs) * (m.iters + m.warmup) * STEP_S
         else:
             e = self.e2e or E2EPoints()
             start = ENGINE_START_S.get(tp, ENGINE_START_S[2])
             generate_s = E2E_BATCH_S + e.output_len / 256  # one generate call, per batch size and engine
-            s = IMPORT_S + 2 * start + ENGINE_SPEC_EXTRA_S + 2 * len(e.bs) * e.runs * generate_s
+            s = IMPORT_S + 2 * (start + self.weights_gb / LOAD_GB_PER_S) + ENGINE_SPEC_EXTRA_S
+            s += 2 * len(e.bs) * e.runs * generate_s
             s += 2 * len(e.bs) * e.warmup_tokens / 256  # the untimed call at each batch size
             if dict(self.server_args).get("speculative_adaptive"):
                 s += ADAPTIVE_STATES * ADAPTIVE_STATE_S
@@ -250,7 +259,8 @@ def build_plan(profile: str, variants: list[Variant], models: str, *, gpus: int,
                configs: list[str] | None = None, backends: list[str] | None = None,
                kinds: list[str] | None = None, micro: MicroPoints | None = None,
                e2e: E2EPoints | None = None, server_args: dict[str, Any] | None = None,
-               calibration: float = 1.0, repeats: int | None = None, e2e_repeats: int | None = None) -> Plan:
+               calibration: float = 1.0, repeats: int | None = None, e2e_repeats: int | None = None,
+               weights_gb: float = 0.0) -> Plan:
     if profile not in PROFILES:
         raise BenchError(f"profile {profile!r} is not one of {', '.join(PROFILES)}")
     if not variants:
@@ -281,7 +291,8 @@ def build_plan(profile: str, variants: list[Variant], models: str, *, gpus: int,
         jobs = [Job(kind, v, parallel, backend, models,
                     micro=(micro or default_micro) if kind == "micro" else None,
                     e2e=(e2e or default_e2e) if kind == "e2e" else None,
-                    server_args=extra, calibration=calibration, round=n, rounds=rounds[kind])
+                    server_args=extra, calibration=calibration, weights_gb=weights_gb, round=n,
+                    rounds=rounds[kind])
                 for n in range(1, rounds[kind] + 1) for v in variants]  # A B A B ...: interleaved rounds
         if parallel.tp > gpus:
             plan.unrunnable += [(j, f"needs {parallel.tp} GPUs, {gpus} found") for j in jobs]

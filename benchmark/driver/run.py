@@ -157,7 +157,8 @@ def make_plan(args: argparse.Namespace, gpus: int, variants: list[Variant]) -> P
     return build_plan(args.profile, variants, models, gpus=gpus, configs=args.configs, backends=args.backends,
                       kinds=args.kinds, micro=micro, e2e=e2e, server_args={**model_args, **args.server_args},
                       calibration=calibration_from(args.calibrate), repeats=args.repeats,
-                      e2e_repeats=args.e2e_repeats)
+                      e2e_repeats=args.e2e_repeats,
+                      weights_gb=ModelsFolder(args.models).weights_gb() if args.models else 0.0)
 
 
 def check_inputs(args: argparse.Namespace, plan: Plan) -> None:

@@ -42,11 +42,30 @@ class Prefilled:
     seed: int
 
 
+# One extend of every request at once overflows cuBLAS's 32-bit sizes in the dense MLP past ~58k tokens (kimi16's
+# 36864-wide gate/up: CUBLAS_STATUS_EXECUTION_FAILED at bs 32 x 8k, 2026-12-04), so requests go in groups of at
+# most this many tokens (at least one request a group) and the groups' batches are merged, as the scheduler merges
+# a finished prefill into its running batch.
+PREFILL_TOKENS_PER_EXTEND = 32768
+
+
+def prefill_groups(bs: int, length: int) -> list[range]:
+    """The request ranges ``prefill`` extends together: at most PREFILL_TOKENS_PER_EXTEND tokens, one request at least."""
+    per = max(1, PREFILL_TOKENS_PER_EXTEND // length)
+    return [range(start, min(bs, start + per)) for start in range(0, bs, per)]
+
+
 def prefill(bench_runner: Any, *, bs: int, ctx: int, spare: int, vocab: int, seed: int) -> Prefilled:
-    """Free the pools, then prefill ``bs`` requests of ``ctx + spare`` tokens."""
+    """Free the pools, then prefill ``bs`` requests of ``ctx + spare`` tokens (in groups; see prefill_groups)."""
     bench_runner.clear()
     reqs = ob.prepare_synthetic_inputs_for_latency_test(bs, ctx + spare, token_ids(bs, ctx + spare, vocab, seed))
-    _next_ids, _logits, batch = bench_runner.extend(reqs)
+    batch = None
+    for group in prefill_groups(bs, ctx + spare):
+        _next_ids, _logits, part = bench_runner.extend(reqs[group.start:group.stop])
+        if batch is None:
+            batch = part
+        else:
+            batch.merge_batch(part)
     bench_runner.synchronize()
     return Prefilled(batch, bs, ctx, vocab, seed)
 

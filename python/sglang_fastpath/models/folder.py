@@ -69,6 +69,12 @@ class ModelsFolder:
         """Whether ``path`` is a models folder (it has ``target/config.json``)."""
         return (Path(path) / "target" / CONFIG).is_file()
 
+    def weights_gb(self) -> float:
+        """The target's and draft's checkpoint files in GB (1e9 bytes): what each engine start reads."""
+        files = [f for model in (self.target, self.draft) if model.is_dir()
+                 for f in model.iterdir() if f.suffix in (".safetensors", ".bin")]
+        return sum(f.stat().st_size for f in files) / 1e9
+
     def target_config(self) -> dict[str, Any]:
         return read_config(self.target)
 
