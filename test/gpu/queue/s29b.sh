@@ -1,4 +1,4 @@
-# session 28, call D (warm, if budget is left). Issue 18: patch 0035 (plain decode through the grouped split-KV kernel,
+# session 29, call B (warm after A). Issue 18: patch 0035 (plain decode through the grouped split-KV kernel,
 # SGLANG_ENABLE_TRITON_GROUPED_DECODE=1) end to end at 128-token prompts, bs 1 / 8 / 32 / 64, fork (0036 on) vs gdec,
 # plain decode and EAGLE-3 in each process, greedy parity. Session 27 measured 0035 at 8k only, before 0036 existed;
 # 0035 goes default on only if no point is slower than the fork with 0036.
@@ -12,4 +12,4 @@ $B --models $M/kimi16-acc3 --variant fork=/tmp/site-fork --variant gdec=/tmp/sit
   --server-args "$CAP" --name kimi16-short-gdec --budget-s $(left 570) > $L/d1.log 2>&1
 say "gdec short rc=$?"
 grep -h "decode attention: grouped" $BB/*/logs/*.log 2>/dev/null | sed 's/^\[[^]]*\] //' | sort | uniq -c | head
-pack s28d
+pack s29b

@@ -1,8 +1,4 @@
-# session 28, call B (warm after A: kimi16-acc3 drawn). Issue 12: speculation held at steps 0
-# (benchmark/configs/adaptive-steps0.json) on kimi16, 0034's KV-only draft write (all3 + bf16 logits + KV_ONLY), against
-# the same plus patch 0037 (SGLANG_SPEC_STEPS0_AS_DECODE=1: the target runs a plain DECODE step at steps 0), bs 1 / 8 / 32,
-# plain decode in each process, greedy parity (0037's first GPU run), 8 profiled steps a point (benchmark/cycle_phases.py:
-# GPU busy vs host gaps, steps-0 cycle vs decode step). Session 26: steps-0 cycle 4.09 ms vs plain decode 3.81 at bs 1.
+# session 28 device call C (nvidia-h200, warm from call B, which had landed on a fresh host and failed in 37 s for want of a drawn model; so this host never ran warm-jit; slim bundle of commit 2ad7045, patches 0001-0037, sm90 JIT cache): test/gpu/queue/s28b.sh as of that commit.
 set -uo pipefail
 [ -d /tmp/site-fork/sglang ] && export FASTPATH_PREFLIGHT_DONE=1
 source test/gpu/device_bench.sh; rm -rf $BB/*
