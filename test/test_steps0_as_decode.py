@@ -175,7 +175,7 @@ def decode_batch(bs: int = BS, **changes: Any) -> SimpleNamespace:
         return_hidden_states=False,
         forward_mode=SimpleNamespace(is_idle=lambda: mode == "idle", is_extend=lambda: False,
                                      is_decode=lambda: mode == "decode"),
-        spec_info=DraftInput(bonus_tokens=torch.arange(7, 7 + bs, dtype=torch.int32)))
+        spec_info=DraftInput(bonus_tokens=torch.arange(7, 7 + bs, dtype=torch.int32), future_indices=None))
     for key, value in changes.items():
         setattr(batch, key, value)
     return batch
