@@ -15,7 +15,7 @@ import pytest
 import torch
 from sglang_trees import SHOWS_THE_BUG, TreeImporter
 from sglang_trees import trees  # noqa: F401 (a fixture)
-from test_steps0_as_decode import BS, decode_batch, spec_worker, worker_defs
+from test_steps0_as_decode import BONUS_ONLY, BS, decode_batch, spec_worker, worker_defs
 
 OVERLAP = "sglang.srt.managers.overlap_utils"
 TREES = ["patched", pytest.param("pristine", marks=SHOWS_THE_BUG)]
@@ -36,6 +36,14 @@ class Spec:
 
     def need_topk(self) -> bool:
         return True
+
+
+def test_the_switch_exists_and_defaults_on(trees, monkeypatch) -> None:
+    envs = TreeImporter.module(trees.get("patched"), "sglang.srt.environ").envs
+    monkeypatch.delenv(BONUS_ONLY, raising=False)
+    assert getattr(envs, BONUS_ONLY).get() is True
+    monkeypatch.setenv(BONUS_ONLY, "0")
+    assert getattr(envs, BONUS_ONLY).get() is False
 
 
 @pytest.mark.parametrize("tree_name", TREES)
@@ -68,13 +76,14 @@ def _overlap_batch() -> SimpleNamespace:
     return batch
 
 
-@pytest.mark.parametrize("overlap", [True, False])
-def test_a_kv_only_steps0_decode_cycle_stubs_only_without_overlap(trees, monkeypatch, overlap: bool) -> None:
-    worker = spec_worker(worker_defs(trees.get("patched"), monkeypatch))
+@pytest.mark.parametrize("overlap,switch", [(True, True), (False, True), (True, False)])
+def test_a_kv_only_steps0_decode_cycle_stubs_only_without_overlap_or_switch(trees, monkeypatch, overlap: bool,
+                                                                            switch: bool) -> None:
+    worker = spec_worker(worker_defs(trees.get("patched"), monkeypatch, bonus_only=switch))
     out = worker.forward_batch_generation(_overlap_batch() if overlap else decode_batch())
     assert worker.ran == ["kv-only extend"] and len(worker.target_worker.forwards) == 1
     stubbed = getattr(out.next_draft_input, "topk_index", None) is not None
-    assert stubbed is not overlap
+    assert stubbed is not (overlap and switch)
     assert out.next_draft_input.bonus_tokens.tolist() == worker.target_worker.sampled.tolist()
 
 
