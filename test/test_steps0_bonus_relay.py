@@ -15,27 +15,12 @@ import pytest
 import torch
 from sglang_trees import SHOWS_THE_BUG, TreeImporter
 from sglang_trees import trees  # noqa: F401 (a fixture)
+from test_fused_spec_stash import Spec
 from test_steps0_as_decode import BONUS_ONLY, BS, decode_batch, spec_worker, worker_defs
 
 OVERLAP = "sglang.srt.managers.overlap_utils"
 TREES = ["patched", pytest.param("pristine", marks=SHOWS_THE_BUG)]
 POOL, HIDDEN = 8, 6
-
-
-class Spec:
-    """The parts of SpeculativeAlgorithm FutureMap reads (EAGLE)."""
-
-    def is_ngram(self) -> bool:
-        return False
-
-    def is_some(self) -> bool:
-        return True
-
-    def is_none(self) -> bool:
-        return False
-
-    def need_topk(self) -> bool:
-        return True
 
 
 def test_the_switch_exists_and_defaults_on(trees, monkeypatch) -> None:
