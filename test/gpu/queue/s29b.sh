@@ -1,4 +1,4 @@
-# session 29, call B (warm after A). Issue 18: patch 0035 (plain decode through the grouped split-KV kernel,
+# session 29, call C (warm after s29d.sh). Issue 18: patch 0035 (plain decode through the grouped split-KV kernel,
 # SGLANG_ENABLE_TRITON_GROUPED_DECODE=1) end to end at 128-token prompts, bs 1 / 8 / 32 / 64, fork (0036 on) vs gdec,
 # plain decode and EAGLE-3 in each process, greedy parity. Session 27 measured 0035 at 8k only, before 0036 existed;
 # 0035 goes default on only if no point is slower than the fork with 0036.

@@ -1,4 +1,4 @@
-# session 29, call C (warm after B: kimi16-acc3 drawn). Issue 11: SGLang's serving benchmark on kimi16 at real accept 3
+# session 29, call D (warm after s29b.sh, if budget is left: kimi16-acc3 drawn). Issue 11: SGLang's serving benchmark on kimi16 at real accept 3
 # again, now with serving_bench's untimed pre-warm run (--prewarm-prompts 32): session 27's concurrency-1 EAGLE-3 point
 # (1.34x) held one request's 1.85-s first-use stall. EAGLE-3 first, concurrency 1 / 8 / 32.
 set -uo pipefail
