@@ -312,14 +312,14 @@ def env_flag(value: Any) -> Any:
     return types.SimpleNamespace(get=lambda: value)
 
 
-def assert_switch_defaults_off(tree: Path, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``envs.<name>`` of ``tree`` exists, reads False unset and True once set to 1."""
+def assert_switch_default(tree: Path, name: str, monkeypatch: pytest.MonkeyPatch, default: bool = False) -> None:
+    """``envs.<name>`` of ``tree`` exists, reads ``default`` unset and the other value once set to 1 (or 0)."""
     monkeypatch.delenv(name, raising=False)
     envs = TreeImporter.module(tree, "sglang.srt.environ").envs
     assert hasattr(envs, name)
-    assert getattr(envs, name).get() is False
-    monkeypatch.setenv(name, "1")
-    assert getattr(envs, name).get() is True
+    assert getattr(envs, name).get() is default
+    monkeypatch.setenv(name, "0" if default else "1")
+    assert getattr(envs, name).get() is not default
 
 
 def annotations_flag() -> int:

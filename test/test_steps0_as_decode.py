@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 import torch
-from sglang_trees import SHOWS_THE_BUG, assert_switch_defaults_off, source, tree_defs
+from sglang_trees import SHOWS_THE_BUG, assert_switch_default, source, tree_defs
 from sglang_trees import env_flag as flag
 from sglang_trees import trees  # noqa: F401 (a fixture)
 
@@ -45,7 +45,7 @@ class DraftInput(SimpleNamespace):
 
 @pytest.mark.parametrize("tree_name", TREES)
 def test_the_switch_exists_and_defaults_off(trees, monkeypatch, tree_name: str) -> None:
-    assert_switch_defaults_off(trees.get(tree_name), SWITCH, monkeypatch)
+    assert_switch_default(trees.get(tree_name), SWITCH, monkeypatch)
 
 
 # --- the spec worker's steps-0 branch ----------------------------------------------------------------

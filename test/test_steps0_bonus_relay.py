@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from sglang_trees import SHOWS_THE_BUG, TreeImporter
+from sglang_trees import SHOWS_THE_BUG, TreeImporter, assert_switch_default
 from sglang_trees import trees  # noqa: F401 (a fixture)
 from test_fused_spec_stash import Spec
 from test_steps0_as_decode import BONUS_ONLY, BS, decode_batch, spec_worker, worker_defs
@@ -24,11 +24,7 @@ POOL, HIDDEN = 8, 6
 
 
 def test_the_switch_exists_and_defaults_on(trees, monkeypatch) -> None:
-    envs = TreeImporter.module(trees.get("patched"), "sglang.srt.environ").envs
-    monkeypatch.delenv(BONUS_ONLY, raising=False)
-    assert getattr(envs, BONUS_ONLY).get() is True
-    monkeypatch.setenv(BONUS_ONLY, "0")
-    assert getattr(envs, BONUS_ONLY).get() is False
+    assert_switch_default(trees.get("patched"), BONUS_ONLY, monkeypatch, default=True)
 
 
 @pytest.mark.parametrize("tree_name", TREES)

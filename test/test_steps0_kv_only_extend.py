@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 import torch
 from eagle3_reference import rms_norm, rope
-from sglang_trees import SHOWS_THE_BUG, TreeImporter, assert_switch_defaults_off, source
+from sglang_trees import SHOWS_THE_BUG, TreeImporter, assert_switch_default, source
 from sglang_trees import env_flag as flag
 from sglang_trees import tree_defs as patched_defs
 from sglang_trees import trees  # noqa: F401 (a fixture)
@@ -47,7 +47,7 @@ BS = 3
 
 @pytest.mark.parametrize("tree_name", TREES)
 def test_the_switch_exists_and_defaults_off(trees, monkeypatch, tree_name: str) -> None:
-    assert_switch_defaults_off(trees.get(tree_name), SWITCH, monkeypatch)
+    assert_switch_default(trees.get(tree_name), SWITCH, monkeypatch)
 
 
 # --- the model: forward_kv_only writes the reference K and V -----------------------------------------
