@@ -24,6 +24,8 @@ def light():
     spin(0.001)
 def cycle():
     heavy(); light(); time.sleep(0.001)
+    for _ in range(2000):  # cyclic garbage: the collector runs while sampled
+        a = []; a.append(a)
 switch = os.path.join(os.environ["FASTPATH_PYSAMPLE_DIR"], "on")
 sys.argv[0]  # the title is this interpreter's argv[0]
 time.sleep(1.2)  # the sampler checks the title once a second
@@ -85,6 +87,9 @@ def test_each_label_gets_the_process_host_facts(tmp_path: Path) -> None:
     assert facts["cpus"] and all(c["looks"] > 0 for c in facts["cpus"].values()), facts
     assert set(map(int, facts["cpus"])) <= set(facts["affinity"]), facts
     assert "host:" in pysample.report(profile, min_pct=5.0)
+    # 2000 tracked allocations a 8-ms cycle pass generation 0's threshold (700 on CPython) every cycle
+    assert facts["gc"]["0"]["passes"] >= 20 and facts["gc"]["0"]["s"] > 0, facts["gc"]
+    assert "; gc gen 0: " in pysample.host_line(facts)
 
 
 def test_the_host_line_reads_like_a_sentence() -> None:
@@ -94,3 +99,6 @@ def test_the_host_line_reads_like_a_sentence() -> None:
     line = pysample.host_line(facts)
     assert "0.90 CPU s per wall s" in line and "7 involuntary" in line, line
     assert "CPU 3 (75%), 9 (25%) at up to 3.10 GHz" in line and "affinity 16 CPUs" in line, line
+    assert "gc" not in line, line  # a record without collector passes (or from before they were counted)
+    line = pysample.host_line({**facts, "gc": {"0": {"passes": 12, "s": 0.0031}, "2": {"passes": 1, "s": 0.2}}})
+    assert line.endswith("; gc gen 0: 12 passes 3.1 ms, gen 2: 1 passes 200.0 ms"), line

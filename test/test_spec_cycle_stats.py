@@ -555,3 +555,12 @@ def test_both_eagle_workers_configure_the_stats(trees, tree_name: str) -> None:
     tree = trees.get(tree_name)
     assert "_init_spec_cycle_stats" in calls_in(source(tree, WORKER), "EAGLEWorkerV2", "__init__")
     assert "_init_spec_cycle_stats" in calls_in(source(tree, STANDALONE), "StandaloneWorkerV2", "__init__")
+
+
+def test_the_phase_means_are_the_runs_share_of_each_phases_total() -> None:
+    """Where inside the cycle the GPU time goes (idle inside a phase included) rides on ``cycle_ms``'s extra."""
+    before, after = spec_cycle(10, 10, 10, 40.0), spec_cycle(110, 110, 110, 440.0)
+    for snap, (draft, verify, extend) in ((before, (5.0, 25.0, 10.0)), (after, (55.0, 275.0, 110.0))):
+        snap.update(draft={"ms_sum": draft}, verify={**snap["verify"], "ms_sum": verify}, draft_extend={"ms_sum": extend})
+    assert engine_probes.phase_ms(before, after) == {"draft_ms": 0.5, "verify_ms": 2.5, "draft_extend_ms": 1.0}
+    assert engine_probes.phase_ms(None, after) == {} and engine_probes.phase_ms(after, after) == {}

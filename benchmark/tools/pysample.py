@@ -126,7 +126,13 @@ def host_line(facts: dict[str, Any]) -> str:
             f"(user {facts['cpu_user_s'] / wall:.2f}, sys {facts['cpu_sys_s'] / wall:.2f}, all threads); "
             f"context switches {facts['ctx_voluntary']} voluntary, {facts['ctx_involuntary']} involuntary "
             f"in {facts['wall_s']:.2f} s; main thread on CPU {where}{clock}; "
-            f"affinity {len(facts.get('affinity', []))} CPUs")
+            f"affinity {len(facts.get('affinity', []))} CPUs{gc_text(facts.get('gc') or {})}")
+
+
+def gc_text(passes: dict[str, dict[str, float]]) -> str:
+    """``; gc gen 0: 120 passes 3.1 ms, ...``: the collector's passes over the sampled spans, or nothing."""
+    parts = [f"gen {gen}: {int(p['passes'])} passes {1e3 * p['s']:.1f} ms" for gen, p in sorted(passes.items())]
+    return f"; gc {', '.join(parts)}" if parts else ""
 
 
 def report(profile: Profile, min_pct: float, top: int = 15) -> str:

@@ -181,9 +181,10 @@ def run_engine(spec: JobSpec, sink: Sink, speculative: bool, trace_dir: Path) ->
                 cycles_after = engine_probes.rank0_state(engine, "spec_cycle")
                 cycles = engine_probes.cycle_metrics(cycles_before, cycles_after)
                 mix = {"draft_tokens_mix": engine_probes.draft_token_mix(cycles_before, cycles_after)}
+                per_metric = {"draft_tokens_mean": mix, "cycle_ms": engine_probes.phase_ms(cycles_before, cycles_after)}
                 for metric, (value, steps) in cycles.items():
                     sink.record(mode=mode, bs=bs, k=k, topk=topk, metric=metric, value=value, n=steps,
-                                extra={**extra, **mix} if metric == "draft_tokens_mean" else extra)
+                                extra={**extra, **per_metric.get(metric, {})})
                 decode = decode_rate(engine, prompts[:bs], e.runs, seconds, tokens)
                 if decode is not None:
                     sink.record(mode=mode, bs=bs, k=k, topk=topk, metric="decode_tokens_per_s", value=decode[0],

@@ -61,6 +61,19 @@ def cycle_metrics(before: dict[str, Any] | None, after: dict[str, Any] | None) -
     return out
 
 
+def phase_ms(before: dict[str, Any] | None, after: dict[str, Any] | None) -> dict[str, float]:
+    """Mean GPU ms of each cycle phase (``draft``, ``verify``, ``draft_extend``) between two ``spec_cycle``
+    snapshots, idle inside the phase included; empty without telemetry or without a timed cycle."""
+    if not before or not after:
+        return {}
+    timed = after["timed"] - before["timed"]
+    if timed <= 0:
+        return {}
+    return {f"{phase}_ms": round((after[phase]["ms_sum"] - before[phase]["ms_sum"]) / timed, 4)
+            for phase in ("draft", "verify", "draft_extend")
+            if "ms_sum" in after.get(phase, {}) and "ms_sum" in before.get(phase, {})}
+
+
 def draft_token_mix(before: dict[str, Any] | None, after: dict[str, Any] | None) -> dict[str, int]:
     """Cycles per draft-token count K between two ``spec_cycle`` snapshots (``{"4": 120, "6": 8}``);
     empty without telemetry or before the snapshot had the histogram."""

@@ -15,7 +15,8 @@ CPU seconds (user, system) and context switches (voluntary, involuntary) of the 
 CPUs the main thread was seen on (looked up every 50 ms) with their clock (kHz, where cpufreq
 exposes it), and the process's CPU affinity. Host-bound engines differ 1.2-2x in speed between
 processes of one configuration; these say whether the scheduler thread was preempted, moved or
-slowed when they do.
+slowed when they do. It also gets the cyclic garbage collector's passes over those spans, per generation:
+how many and their wall seconds (``gc``), from ``gc.callbacks`` in the process being sampled.
 
 Self-contained on purpose (standard library only): it runs before ``sys.path`` holds the
 repository.
@@ -24,6 +25,7 @@ repository.
 from __future__ import annotations
 
 import atexit
+import gc
 import json
 import os
 import resource
@@ -78,9 +80,22 @@ class HostFacts:
         self.tid = tid
         self.labels: dict = {}
         self.open: tuple | None = None  # (label, usage at its start, wall at its start)
+        self.gc_started: float | None = None
 
     def _facts(self, label: str) -> dict:
-        return self.labels.setdefault(label, {"wall_s": 0.0, "cpus": {}, **dict.fromkeys(USAGE_KEYS, 0)})
+        return self.labels.setdefault(label, {"wall_s": 0.0, "cpus": {}, "gc": {}, **dict.fromkeys(USAGE_KEYS, 0)})
+
+    def gc_pass(self, phase: str, info: dict) -> None:
+        """``gc.callbacks`` hook: count each collector pass and its wall time under the open label."""
+        if phase == "start":
+            self.gc_started = time.perf_counter()
+            return
+        started, self.gc_started = self.gc_started, None
+        if self.open is None or started is None:
+            return
+        seen = self._facts(self.open[0])["gc"].setdefault(str(info.get("generation", "?")), {"passes": 0, "s": 0.0})
+        seen["passes"] += 1
+        seen["s"] += time.perf_counter() - started
 
     def begin(self, label: str, now: float) -> None:
         self.open = (label, _usage(), now)
@@ -203,5 +218,6 @@ def start_if_enabled() -> None:
         return
     interval_s = float(os.environ.get("FASTPATH_PYSAMPLE_INTERVAL_US", "500")) / 1e6
     sampler = Sampler(folder, interval_s)
+    gc.callbacks.append(sampler.host.gc_pass)
     threading.Thread(target=sampler.run, name="fastpath-pysample", daemon=True).start()
     atexit.register(sampler.dump)
