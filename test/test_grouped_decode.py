@@ -11,10 +11,10 @@ The output is poisoned with NaN with spare rows around it: every row written, no
 
 The patched ``TritonAttnBackend.forward_decode`` runs on a fake backend (its KV save into a fake pool whose current
 slots were NaN, so the attention must read what the save wrote): the grouped kernel with
-SGLANG_ENABLE_TRITON_GROUPED_DECODE's flag on at 64+ MLA heads or one request, SGLang's decode kernel with it off,
-at fewer heads (or GQA) for several requests, with deterministic inference, and for a sliding-window layer, a KV
-scale or sinks. In this process: the assertion without extend tokens at num_tokens > 1, the env knob (off by
-default) and the patched ``TritonAttnBackend.__init__`` (on stubs) setting ``use_decode_grouped`` for the target only.
+SGLANG_ENABLE_TRITON_GROUPED_DECODE's flag on at 64+ MLA heads or one MLA request, SGLang's decode kernel with it
+off, at fewer heads for several requests, for GQA, with deterministic inference, and for a sliding-window layer, a
+KV scale or sinks. In this process: the assertion without extend tokens at num_tokens > 1, the env knob (on by
+default since session 29's runs) and the patched ``TritonAttnBackend.__init__`` (on stubs) setting ``use_decode_grouped`` for the target only.
 Marked ``gpu``: the cases compiled on a GPU with the installed fork's module, fp16 and bf16, eager and replayed from a
 CUDA graph.
 """
@@ -212,10 +212,11 @@ def run_backend(tree: Path, kernels: dict, case: Case, x: dict, grouped: bool, s
 
 SCALES = {"k_scale": 1.0, "v_scale": 1.0, "k_scale_float": 1.0, "v_scale_float": 1.0}
 DISPATCH = [  # case name, the switch, sinks (a very negative logit: no weight), layer overrides, the calls
-    # With the switch: 64+ heads at any batch size, fewer heads for one request only (where H200 measured it faster).
+    # With the switch: MLA at 64+ heads at any batch size, at fewer heads for one request only (where H200 measured it
+    # faster); GQA/MHA keep the decode kernel (not measured), one request included.
     ("mla-h64-default-plan", True, False, {}, ["grouped"]),
     ("mla-h16-bs1-default-plan", True, False, {}, ["grouped"]),
-    ("gqa-direct-cap", True, False, {}, ["grouped"]),
+    ("gqa-direct-cap", True, False, {}, ["decode"]),
     ("mla-p1-splits4", True, False, {}, ["decode"]),  # 8 heads, 2 requests
     ("mla-p16-one-token-partial-page", True, False, {}, ["decode"]),  # 16 heads, 3 requests
     ("gqa-p16-bs3", True, False, {}, ["decode"]),
@@ -284,7 +285,7 @@ def test_kernel_without_extend_matches_sglang_decode_kernel(results: dict, name:
 @pytest.mark.parametrize("index", range(len(DISPATCH)))
 def test_forward_decode_dispatch(results: dict, index: int):
     """With the switch, forward_decode runs the grouped kernel (after the KV save: the current slots were NaN) at
-    64+ heads of MLA or for one request; without it, at fewer heads (or GQA) for several requests, with
+    64+ heads of MLA or for one MLA request; without it, at fewer heads for several requests, for GQA, with
     deterministic inference, and for a sliding-window layer, a KV scale or sinks, SGLang's decode kernel; the
     output is right."""
     r = results[f"dispatch-{index}"]
@@ -332,11 +333,11 @@ def environ(trees, monkeypatch):  # noqa: F811
     TreeImporter.restore()
 
 
-def test_switch_defaults_off(environ, monkeypatch):
+def test_switch_defaults_on(environ, monkeypatch):
     envs = environ.envs
-    assert envs.SGLANG_ENABLE_TRITON_GROUPED_DECODE.get() is False
-    monkeypatch.setenv("SGLANG_ENABLE_TRITON_GROUPED_DECODE", "1")
     assert envs.SGLANG_ENABLE_TRITON_GROUPED_DECODE.get() is True
+    monkeypatch.setenv("SGLANG_ENABLE_TRITON_GROUPED_DECODE", "0")
+    assert envs.SGLANG_ENABLE_TRITON_GROUPED_DECODE.get() is False
 
 
 def _backend_class(tree: Path, extra: dict) -> type:
@@ -385,8 +386,7 @@ def _model_runner(is_draft_worker: bool) -> types.SimpleNamespace:
 def test_init_turns_decode_grouped_on_for_the_target_only(trees, environ, monkeypatch, switch: bool):  # noqa: F811
     """The patched __init__ on stubs: with the switch, the target model's backend uses the grouped decode (and says
     so once); the draft worker's and the multi-step draft backends (skip_prefill) do not; without it, none does."""
-    if switch:
-        monkeypatch.setenv("SGLANG_ENABLE_TRITON_GROUPED_DECODE", "1")
+    monkeypatch.setenv("SGLANG_ENABLE_TRITON_GROUPED_DECODE", "1" if switch else "0")
     logged: list[str] = []
     spec = types.SimpleNamespace(speculative_num_draft_tokens=4, speculative_num_steps=3, speculative_eagle_topk=1)
     parallel = types.SimpleNamespace(attn_dcp_size=1, attn_dcp_rank=0, attn_tp_size=1)

@@ -26,7 +26,6 @@ from sglang_trees import trees  # noqa: F401 (a fixture)
 SWITCH = "SGLANG_SPEC_STEPS0_AS_DECODE"
 KV_ONLY = "SGLANG_SPEC_KV_ONLY_ZERO_STEP_DRAFT_EXTEND"
 SKIP = "SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND"
-BONUS_ONLY = "SGLANG_SPEC_STEPS0_BONUS_ONLY_RELAY"  # patch 0038
 WORKER = "sglang.srt.speculative.eagle_worker_v2"
 RUNNER = "sglang.srt.model_executor.runner.decode_cuda_graph_runner"
 CACHE_LOCS = "sglang.kernels.ops.speculative.cache_locs"
@@ -65,8 +64,7 @@ class ForwardBatchRecorder:
         return SimpleNamespace(tag="decode forward batch")
 
 
-def worker_defs(tree: Path, monkeypatch: pytest.MonkeyPatch, kv_only: bool = True,
-                bonus_only: bool = True) -> dict[str, Any]:
+def worker_defs(tree: Path, monkeypatch: pytest.MonkeyPatch, kv_only: bool = True) -> dict[str, Any]:
     """The worker's methods from ``tree``, with ``CACHE_LOCS`` replaced by ``Locs`` (installed after
     ``TreeImporter.use`` swaps the sglang modules, so the method's import finds it)."""
     extra = {
@@ -74,7 +72,7 @@ def worker_defs(tree: Path, monkeypatch: pytest.MonkeyPatch, kv_only: bool = Tru
         "ForwardBatch": ForwardBatchRecorder, "GenerationBatchResult": Result, "torch": torch,
         "upcast_verify_logits": lambda logits_output: setattr(logits_output, "upcast", True),
         "get_draft_recurrent_hidden_state_spec": lambda runner: (16, torch.bfloat16),
-        "envs": SimpleNamespace(**{SKIP: flag(False), KV_ONLY: flag(kv_only), BONUS_ONLY: flag(bonus_only)},
+        "envs": SimpleNamespace(**{SKIP: flag(False), KV_ONLY: flag(kv_only)},
                                 SGLANG_CUDA_GRAPH_SHARED_AUX_HIDDEN=flag(False)),
         "spec_stage_span": lambda name: nullcontext(), "spec_cycle_stats": SimpleNamespace(ENABLED=False),
         "speculative_moe_backend_context": nullcontext, "speculative_moe_a2a_backend_context": nullcontext,

@@ -1,3 +1,4 @@
+# session 29 device call B (warm after call A; slim bundle of commit b22eeab, patches 0001-0038): test/gpu/queue/s29d.sh as of that commit.
 # session 29, call B (warm after s29a.sh: kimi16-acc3 drawn). Issue 12: patch 0038 side by side. Speculation held at steps 0
 # (benchmark/configs/adaptive-steps0.json) on kimi16 with 0034's KV-only draft write and 0037 (steps 0 as a plain
 # DECODE step) in both arms; `stub` sets SGLANG_SPEC_STEPS0_BONUS_ONLY_RELAY=0 (0037 as measured in session 28: zero

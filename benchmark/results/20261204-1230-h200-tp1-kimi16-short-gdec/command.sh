@@ -1,3 +1,4 @@
+# session 29 device call C (issued at once after call B but answered by a fresh host: preflight and draw again, no warm-jit; slim bundle of commit b22eeab, patches 0001-0038): test/gpu/queue/s29b.sh as of that commit.
 # session 29, call C (warm after s29d.sh). Issue 18: patch 0035 (plain decode through the grouped split-KV kernel,
 # SGLANG_ENABLE_TRITON_GROUPED_DECODE=1) end to end at 128-token prompts, bs 1 / 8 / 32 / 64, fork (0036 on) vs gdec,
 # plain decode and EAGLE-3 in each process, greedy parity. Session 27 measured 0035 at 8k only, before 0036 existed;

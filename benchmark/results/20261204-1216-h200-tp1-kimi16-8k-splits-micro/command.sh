@@ -1,3 +1,4 @@
+# session 29 device call A (fresh nvidia-h200; slim bundle of commit b22eeab, patches 0001-0038, sm90 JIT cache): test/gpu/queue/s29a.sh as of that commit.
 # session 29, call A (fresh nvidia-h200; slim bundle with --jit-cache build/cache/jit/sm90; carry .carry;
 # device_tree.sh hide/restore). Issue 18: patch 0036 (MLA's one latent KV head in the Triton decode split heuristic,
 # default on) against stock 0.5.17 at 8k context, where it matters. Session 28's try of this run
