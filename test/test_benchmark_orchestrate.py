@@ -191,3 +191,17 @@ def test_a_variant_without_figures_does_not_break_the_report(world, capsys):
     code = _run(world, "--configs", "tp1", "--variant", f"empty={world['sites']['fork']}")
     out = capsys.readouterr().out
     assert code == 3 and "compare stock -> fork" in out and "empty" not in out.split("compare")[1]
+
+
+def test_a_lanes_first_process_needs_room_for_its_first_compile(world, tmp_path):
+    """Session 29 lost a call to a first process that fit its estimate but not the Triton compile it paid on top:
+    the budget check charges the first-compile allowance to each lane's first process only."""
+    plan = build_plan("quick", [Variant("stock", str(world["sites"]["stock"])), Variant("fork", str(world["sites"]["fork"]))],
+                      str(world["models"]), gpus=1, kinds=["micro"], configs=["tp1"], micro=MicroPoints(bs=(1,)),
+                      calibration=1e-3, repeats=1, first_compile_s=1e5)
+    assert plan.first_compile_s == 100.0 and all(j.estimate_s() < 1.0 for j in plan.jobs)
+    orch = orchestrate.Orchestrator(tmp_path / "o", REPO, worker_argv=[sys.executable, str(world["fake"])],
+                                    budget_s=60)
+    first, second = orch.run_plan(plan)
+    assert first.status == "skipped" and first.note.startswith("budget: ~100 s needed"), first
+    assert second.status == "ok", second

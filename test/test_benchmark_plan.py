@@ -274,3 +274,23 @@ def test_heavy_weights_and_long_contexts_lengthen_the_estimate():
     e2e = build_plan("all", VARIANTS, "/m", gpus=1, kinds=["e2e"], configs=["tp1"], backends=["triton"],
                      repeats=1, e2e_repeats=1, weights_gb=43.0).jobs[0]
     assert e2e.weights_gb == 43.0 and e2e.estimate_s() - replace(e2e, weights_gb=0.0).estimate_s() > 2 * 23.0
+
+
+def test_the_first_compile_allowance_follows_the_targets_architecture():
+    """MLA + MoE targets compile far more Triton kernels in their first process than a dense pair (kimi16: 93-101 s
+    against dense-4's 27 s); the plan carries the allowance, scaled by the calibration like the estimates."""
+    from sglang_fastpath.models import deepseek, llama
+    from sglang_fastpath.models.shapes import DeepseekShape, ExpertDtype, LlamaShape
+
+    from benchmark.core.floor import ModelShape
+    from benchmark.driver.plan import FIRST_COMPILE_MLA_MOE_S, FIRST_COMPILE_S, first_compile_for
+
+    kimi = ModelShape.from_config(deepseek.config(DeepseekShape().with_overrides(layers=16, routed_experts=96),
+                                                  ExpertDtype.INT4))
+    dense = ModelShape.from_config(llama.config(LlamaShape(layers=8, hidden=4096, intermediate=14336, heads=32,
+                                                           kv_heads=8, vocab=128256)))
+    assert first_compile_for(kimi) == FIRST_COMPILE_MLA_MOE_S > first_compile_for(dense) == FIRST_COMPILE_S
+    assert first_compile_for(None) == FIRST_COMPILE_S  # no readable config yet (a dry run before the draw)
+    plan = build_plan("quick", VARIANTS, "/m", gpus=1, first_compile_s=FIRST_COMPILE_MLA_MOE_S, calibration=0.5)
+    assert plan.first_compile_s == 0.5 * FIRST_COMPILE_MLA_MOE_S
+    assert plan.estimate_wall_s() == pytest.approx(plan.first_compile_s + sum(j.estimate_s() for j in plan.jobs))

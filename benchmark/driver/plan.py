@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from benchmark.core.errors import BenchError
+from benchmark.core.floor import ModelShape
 from benchmark.core.spec import E2EPoints, MicroPoints
 
 BACKENDS = ("default", "triton", "flashinfer")  # "default": SGLang's own choice for the GPU
@@ -42,7 +43,12 @@ ENGINE_SPEC_EXTRA_S = 15.0
 ADAPTIVE_STATES = 3
 ADAPTIVE_STATE_S = 10.0
 E2E_BATCH_S = 1.0  # plus output_len / 256 s per batch size and engine
+# The first engine process on a host JIT-compiles the Triton kernels it uses. Dense pairs: 27 s (dense-4, H200,
+# 2026-11-30). MLA + MoE pairs (kimi16, H200, 2026-12-04): the first process of a call took 93 s (micro, fresh host,
+# after warm-jit) and 101 s (e2e, fresh host) longer than the same job's next one; 60 s and 40 s on a warm host whose
+# earlier calls ran other kernels (e2e after micro).
 FIRST_COMPILE_S = 40.0
+FIRST_COMPILE_MLA_MOE_S = 100.0
 PROFILE_WRITE_S = 8.0
 
 
@@ -212,7 +218,8 @@ class Plan:
     lanes: list[list[Job]]  # TP=1 groups, one list per GPU, run in parallel
     serial: list[Job]  # TP=2 groups, run after the lanes
     unrunnable: list[tuple[Job, str]] = field(default_factory=list)
-    first_compile_s: float = FIRST_COMPILE_S
+    first_compile_s: float = FIRST_COMPILE_S  # once in the wall estimate; the orchestrator's budget check adds it
+    # to the first process of each GPU lane and of the TP=2 phase
 
     @property
     def jobs(self) -> list[Job]:
@@ -260,7 +267,7 @@ def build_plan(profile: str, variants: list[Variant], models: str, *, gpus: int,
                kinds: list[str] | None = None, micro: MicroPoints | None = None,
                e2e: E2EPoints | None = None, server_args: dict[str, Any] | None = None,
                calibration: float = 1.0, repeats: int | None = None, e2e_repeats: int | None = None,
-               weights_gb: float = 0.0) -> Plan:
+               weights_gb: float = 0.0, first_compile_s: float = FIRST_COMPILE_S) -> Plan:
     if profile not in PROFILES:
         raise BenchError(f"profile {profile!r} is not one of {', '.join(PROFILES)}")
     if not variants:
@@ -284,7 +291,7 @@ def build_plan(profile: str, variants: list[Variant], models: str, *, gpus: int,
     if not groups:
         raise BenchError(f"the filters leave nothing of profile {profile!r}; profile 'all' has every combination")
     extra = tuple(sorted((server_args or {}).items()))
-    plan = Plan(profile, gpus, [[] for _ in range(max(1, min(gpus, 8)))], [])
+    plan = Plan(profile, gpus, [[] for _ in range(max(1, min(gpus, 8)))], [], first_compile_s=first_compile_s)
     loads = [0.0] * len(plan.lanes)
     for kind, config, backend in groups:
         parallel = PARALLEL[config]
@@ -304,6 +311,11 @@ def build_plan(profile: str, variants: list[Variant], models: str, *, gpus: int,
             plan.serial += jobs
     plan.first_compile_s *= calibration
     return plan
+
+
+def first_compile_for(shape: ModelShape | None) -> float:
+    """The first process's Triton compile allowance for the target's architecture (see FIRST_COMPILE_MLA_MOE_S)."""
+    return FIRST_COMPILE_MLA_MOE_S if shape is not None and (shape.mla or shape.moe) else FIRST_COMPILE_S
 
 
 def with_points(points: Any, **changes: Any) -> Any:

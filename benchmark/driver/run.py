@@ -34,7 +34,7 @@ from benchmark.driver.collect import build_results
 from benchmark.driver.envinfo import gpu_inventory
 from benchmark.driver.orchestrate import JobOutcome, Orchestrator
 from benchmark.driver.plan import (
-    PROFILE_POINTS, PROFILES, Plan, Variant, build_plan, parse_variant_env, with_points)
+    PROFILE_POINTS, PROFILES, Plan, Variant, build_plan, first_compile_for, parse_variant_env, with_points)
 from benchmark.driver.portable import here, portable
 from benchmark.driver.schema import ResultSet
 from sglang_fastpath.models.folder import ModelsFolder
@@ -158,7 +158,19 @@ def make_plan(args: argparse.Namespace, gpus: int, variants: list[Variant]) -> P
                       kinds=args.kinds, micro=micro, e2e=e2e, server_args={**model_args, **args.server_args},
                       calibration=calibration_from(args.calibrate), repeats=args.repeats,
                       e2e_repeats=args.e2e_repeats,
-                      weights_gb=ModelsFolder(args.models).weights_gb() if args.models else 0.0)
+                      weights_gb=ModelsFolder(args.models).weights_gb() if args.models else 0.0,
+                      first_compile_s=first_compile_for(target_shape(args.models)))
+
+
+def target_shape(models: Path | None) -> ModelShape | None:
+    """The target's shape where ``models`` holds a readable config (a dry run may plan before the draw; a config the
+    floor cannot read fails later, where the floor is needed)."""
+    if models is None or not (models / "target" / "config.json").is_file():
+        return None
+    try:
+        return ModelShape.from_dir(models / "target")
+    except BenchError:
+        return None
 
 
 def check_inputs(args: argparse.Namespace, plan: Plan) -> None:
