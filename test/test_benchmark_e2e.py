@@ -30,6 +30,7 @@ class FakeEngine:
 
     started: list[dict] = []
     sampled: list[str] = []
+    frozen_after: list[int] = []  # all-reduces counted when freeze_gc was called: after the warm-up, before timing
     spec_shift = 0
 
     def __init__(self, **kwargs: object) -> None:
@@ -67,6 +68,9 @@ class FakeEngine:
 
     def shutdown(self) -> None:
         pass
+
+    def freeze_gc(self) -> None:
+        FakeEngine.frozen_after.append(self.count)
 
 
 @pytest.fixture
@@ -239,3 +243,24 @@ def test_pysample_runs_are_labelled_and_reach_the_schedulers_path(tmp_path, mode
     assert os.environ["PYTHONPATH"].split(os.pathsep) == [str(e2e.PYSAMPLE_SITE), "site"]
     assert FakeEngine.sampled == ["e2e_nospec-bs1"] * 2 + ["e2e_nospec-bs4"] * 2 + ["e2e_spec-bs1"] * 2 + [
         "e2e_spec-bs4"] * 2
+
+
+@pytest.mark.parametrize("freeze", [False, True])
+def test_the_freeze_gc_variant_freezes_each_engine_after_its_warm_up(tmp_path, models, monkeypatch, freeze: bool):
+    """``FASTPATH_BENCH_FREEZE_GC=1`` (a variant's env) makes each engine call freeze_gc once, after the first warm-up
+    call and before any timed run; without it, never."""
+    if freeze:
+        monkeypatch.setenv(e2e.FREEZE_GC_VAR, "1")
+    else:
+        monkeypatch.delenv(e2e.FREEZE_GC_VAR, raising=False)
+    FakeEngine.frozen_after.clear()
+    spec = {"models": str(models), "backend": "triton", "server_args": {},
+            "e2e": {"bs": [1, 2], "prompt_len": 4, "output_len": 8, "acc_len": 0, "steps": 3, "topk": 1,
+                    "draft_tokens": 4}}
+    out = tmp_path / "job.jsonl"
+    assert e2e.run_job(_job(spec), Sink(str(out)), str(out)) == 0
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    frozen = [x["data"]["mode"] for x in lines if x.get("what") == "freeze_gc"]
+    # the warm-up generates 8 tokens for both prompts: 2 * 8 * 17 all-reduces without speculation, 2 * 8 * 4 with
+    assert (frozen, FakeEngine.frozen_after) == ((["e2e_nospec", "e2e_spec"], [2 * 8 * 17, 2 * 8 * 4]) if freeze
+                                                 else ([], []))

@@ -25,6 +25,8 @@ line; a mismatch is an error of the job). Simulated acceptance changes the outpu
 so it is not checked then. With ``pysample_runs``, after the timed runs each batch size is
 run that many more times with a sampling profiler of the scheduler loop on
 (``pysample_site``), its samples in ``<job>-pysample/`` (read by ``benchmark/pysample.py``).
+With ``FASTPATH_BENCH_FREEZE_GC=1`` in the job's environment (``--variant-env NAME:FASTPATH_BENCH_FREEZE_GC=1``)
+each engine calls ``Engine.freeze_gc()`` after its first warm-up, before any timed run.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from benchmark.worker.tokens import token_ids
 from sglang_fastpath.models.folder import ModelsFolder
 
 SEED = 4321
+FREEZE_GC_VAR = "FASTPATH_BENCH_FREEZE_GC"  # "1": each engine freezes the collector after its first warm-up
 
 
 class EngineFailed(RuntimeError):
@@ -152,6 +155,11 @@ def run_engine(spec: JobSpec, sink: Sink, speculative: bool, trace_dir: Path) ->
     digests: dict[int, str] = {}
     try:
         _generate(engine, prompts, min(16, e.output_len))  # warm-up: graphs, allocator
+        if os.environ.get(FREEZE_GC_VAR) == "1":
+            # Every object alive after start-up and the warm-up leaves the cyclic collector's passes (SGLang's
+            # Engine.freeze_gc, in the scheduler processes too): a variant against the same engine without it.
+            engine.freeze_gc()
+            sink.info("freeze_gc", {"mode": mode})
         for bs in e.bs:
             try:
                 # warm-up at this batch shape; a long one lets --speculative-adaptive settle before the timing
