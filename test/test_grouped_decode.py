@@ -14,7 +14,8 @@ slots were NaN, so the attention must read what the save wrote): the grouped ker
 SGLANG_ENABLE_TRITON_GROUPED_DECODE's flag on at 64+ MLA heads or one MLA request, SGLang's decode kernel with it
 off, at fewer heads for several requests, for GQA, with deterministic inference, and for a sliding-window layer, a
 KV scale or sinks. In this process: the assertion without extend tokens at num_tokens > 1, the env knob (on by
-default since session 29's runs) and the patched ``TritonAttnBackend.__init__`` (on stubs) setting ``use_decode_grouped`` for the target only.
+default since session 29's runs) and the patched ``TritonAttnBackend.__init__`` (on stubs) setting
+``use_decode_grouped`` for the target only.
 Marked ``gpu``: the cases compiled on a GPU with the installed fork's module, fp16 and bf16, eager and replayed from a
 CUDA graph.
 """
@@ -34,7 +35,8 @@ import pytest
 import torch
 
 from fastpath_fixtures import installed_gpu_module, replay_in_cuda_graph, script_env
-from sglang_trees import TreeImporter, _parsed, _used_names, annotations_flag, load_defs, source, trees  # noqa: F401
+from sglang_trees import (  # noqa: F401 (trees: a fixture)
+    TreeImporter, _parsed, _used_names, annotations_flag, assert_switch_default, load_defs, source, trees)
 from test_verify_grouped_attention import BACKEND, DECODE, MAX_VERIFY_TOKENS, SCORE_MOD, VERIFY, FakePool, load_kernels
 
 SPARE_ROWS = 2
@@ -333,11 +335,8 @@ def environ(trees, monkeypatch):  # noqa: F811
     TreeImporter.restore()
 
 
-def test_switch_defaults_on(environ, monkeypatch):
-    envs = environ.envs
-    assert envs.SGLANG_ENABLE_TRITON_GROUPED_DECODE.get() is True
-    monkeypatch.setenv("SGLANG_ENABLE_TRITON_GROUPED_DECODE", "0")
-    assert envs.SGLANG_ENABLE_TRITON_GROUPED_DECODE.get() is False
+def test_switch_defaults_on(trees, environ, monkeypatch):  # noqa: F811
+    assert_switch_default(trees.patched, "SGLANG_ENABLE_TRITON_GROUPED_DECODE", monkeypatch, default=True)
 
 
 def _backend_class(tree: Path, extra: dict) -> type:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from benchmark.driver.plan import FIRST_COMPILE_MLA_MOE_S, Job, Plan
+from benchmark.driver.plan import FIRST_COMPILE_S, Job, Plan
 
 WORKER_ARGV = [sys.executable, "-m", "benchmark.worker"]
 # Multicast stays off on the lent multi-GPU hosts (it can take shared GPUs out of service).
@@ -89,6 +89,7 @@ class Orchestrator:
         self.out_dir, self.repo = out_dir, repo
         self.worker_argv = list(worker_argv or WORKER_ARGV)
         self.budget_s, self.clock, self.on_done = budget_s, clock, on_done
+        self.first_compile_s = FIRST_COMPILE_S  # the plan's (model-aware, calibrated) once run_plan has it
         self._lock = threading.Lock()
         self._started = clock()
         (out_dir / "raw").mkdir(parents=True, exist_ok=True)
@@ -99,11 +100,12 @@ class Orchestrator:
 
     def run_plan(self, plan: Plan) -> list[JobOutcome]:
         self._started = self.clock()
+        self.first_compile_s = plan.first_compile_s
         outcomes: list[JobOutcome] = []
 
         def lane_worker(gpu: int, jobs: list[Job]) -> None:
             for i, job in enumerate(jobs):
-                self._finish(outcomes, self.run_job(job, str(gpu), compile_s=plan.first_compile_s if i == 0 else 0.0))
+                self._finish(outcomes, self.run_job(job, str(gpu), first=i == 0))
 
         threads = [threading.Thread(target=lane_worker, args=(i, lane), daemon=True)
                    for i, lane in enumerate(plan.lanes) if lane]
@@ -113,8 +115,7 @@ class Orchestrator:
             t.join()
         gpus = ",".join(str(i) for i in range(max(2, plan.gpus)))
         for i, job in enumerate(plan.serial):
-            self._finish(outcomes, self.run_job(job, ",".join(gpus.split(",")[:job.parallel.tp]),
-                                                compile_s=plan.first_compile_s if i == 0 else 0.0))
+            self._finish(outcomes, self.run_job(job, ",".join(gpus.split(",")[:job.parallel.tp]), first=i == 0))
         for job, why in plan.unrunnable:
             self._finish(outcomes, JobOutcome(job, "unrunnable", note=why))
         return outcomes
@@ -125,10 +126,10 @@ class Orchestrator:
             if self.on_done is not None:
                 self.on_done(outcome)
 
-    def run_job(self, job: Job, gpus: str, compile_s: float = 0.0) -> JobOutcome:
-        """Run one job's process on ``gpus``; ``compile_s``: the first-use Triton compile a lane's first process may
-        pay on top of its estimate (a job that cannot finish in what is left of the budget is skipped)."""
-        estimate = job.estimate_s() + compile_s
+    def run_job(self, job: Job, gpus: str, first: bool = False) -> JobOutcome:
+        """Run one job's process on ``gpus``; the first of a lane (``first``) must also fit the first-use Triton
+        compile on top of its estimate (a job that cannot finish in what is left of the budget is skipped)."""
+        estimate = job.estimate_s() + (self.first_compile_s if first else 0.0)
         remaining = self.remaining_s()
         if estimate > remaining:
             return JobOutcome(job, "skipped", gpus=gpus,
@@ -142,7 +143,7 @@ class Orchestrator:
         overrides = job_env(job, gpus, self.repo)
         # The estimates assume a warm Triton cache; any variant's first process on a host may compile its kernels
         # (the stock site's after warm-jit warmed the fork's: 42 s of verify capture for kimi16, 2026-12-04).
-        timeout = min(remaining, max(3 * estimate, MIN_TIMEOUT_S) + job.calibration * FIRST_COMPILE_MLA_MOE_S)
+        timeout = min(remaining, max(3 * estimate, MIN_TIMEOUT_S) + self.first_compile_s)
         outcome = JobOutcome(job, "failed", gpus=gpus, command=command, env=overrides,
                              log=str(log_path.relative_to(self.out_dir)),
                              raw=str(raw_path.relative_to(self.out_dir)))

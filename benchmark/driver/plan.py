@@ -218,8 +218,9 @@ class Plan:
     lanes: list[list[Job]]  # TP=1 groups, one list per GPU, run in parallel
     serial: list[Job]  # TP=2 groups, run after the lanes
     unrunnable: list[tuple[Job, str]] = field(default_factory=list)
-    first_compile_s: float = FIRST_COMPILE_S  # once in the wall estimate; the orchestrator's budget check adds it
-    # to the first process of each GPU lane and of the TP=2 phase
+    # Counted once in the wall estimate; the orchestrator adds it to the budget check of each GPU lane's first
+    # process (and the TP=2 phase's) and to every process's timeout.
+    first_compile_s: float = FIRST_COMPILE_S
 
     @property
     def jobs(self) -> list[Job]:
