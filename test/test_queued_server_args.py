@@ -18,6 +18,7 @@ import pytest
 from sglang_trees import find_def, trees  # noqa: F401 - trees is a fixture
 
 QUEUE = Path(__file__).resolve().parent / "gpu" / "queue"
+LIBRARY = QUEUE.parent / "device_bench.sh"  # what every queued script sources (shared server-args variables)
 JSON_KEY = re.compile(r'\\?"([a-z_][a-z0-9_]*)\\?"\s*:')
 SERVER_ARGS_JSON = re.compile(r"--server-args\s+(?:'([^']*)'|\"\$(\w+)\")")
 SHELL_VAR = re.compile(r"^(\w+)=\"(.*)\"$", re.M)
@@ -29,10 +30,11 @@ def server_args_fields(tree: Path) -> set[str]:
     return {n.target.id for n in cls.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)}
 
 
-def named_server_args(script: str) -> set[str]:
+def named_server_args(script: str, library: str = "") -> set[str]:
     """Server-argument names a queued script passes: JSON keys of --server-args (inline, or through a shell
-    variable set in the script) and the flags after ``--`` of a serving_bench command (as field names)."""
-    variables = dict(SHELL_VAR.findall(script))
+    variable set in the script or in the ``library`` it sources) and the flags after ``--`` of a serving_bench
+    command (as field names)."""
+    variables = {**dict(SHELL_VAR.findall(library)), **dict(SHELL_VAR.findall(script))}
     names: set[str] = set()
     for inline, var in SERVER_ARGS_JSON.findall(script):
         names |= set(JSON_KEY.findall(inline or variables.get(var, "")))
@@ -49,6 +51,9 @@ def test_the_reader_finds_json_keys_and_serving_flags() -> None:
               "$B --server-args '{\"page_size\": 64}'\n"
               "python3 -m benchmark.tools.serving_bench --models m -- \\\n  --mem-fraction-static 0.65 > log\n")
     assert named_server_args(script) == {"mem_fraction_static", "cuda_graph_max_bs", "page_size"}
+    sourced = '$B --server-args "$S0" --name y\n'
+    assert named_server_args(sourced) == set()
+    assert named_server_args(sourced, library='S0="{\\"page_size\\": 64}"\n') == {"page_size"}
 
 
 def test_every_queued_script_names_only_fields_of_the_pinned_release(trees) -> None:  # noqa: F811
@@ -57,5 +62,6 @@ def test_every_queued_script_names_only_fields_of_the_pinned_release(trees) -> N
     scripts = sorted(QUEUE.glob("*.sh"))
     if not scripts:
         pytest.skip("no device script is queued")
-    unknown = {p.name: sorted(named_server_args(p.read_text()) - fields) for p in scripts}
+    library = LIBRARY.read_text()
+    unknown = {p.name: sorted(named_server_args(p.read_text(), library) - fields) for p in scripts}
     assert {name: bad for name, bad in unknown.items() if bad} == {}

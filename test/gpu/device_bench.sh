@@ -1,4 +1,4 @@
-# shellcheck shell=bash disable=SC2034  # sourced: B, ALL3, BF16, KSET, KOFF, SKIP0, ALL3_VARS, ALL3_BF16_VARS, KV_ONLY_VAR and the functions are for the caller
+# shellcheck shell=bash disable=SC2034  # sourced: B, ALL3, BF16, KSET, KOFF, SKIP0, S0_KIMI, ALL3_VARS, ALL3_BF16_VARS, KV_ONLY_VAR, STEPS0_VARS and the functions are for the caller
 # Sourced by a device call's benchmark script, from the repository root, on the GPU host (after a fresh
 # checkout the git-ignored .devrun/ is gone; this is what every session's .devrun/common.sh held):
 #   source test/gpu/device_bench.sh
@@ -11,7 +11,8 @@
 # benchmark/configs/adaptive-ks.json), KOFF (the same plus steps 0, adaptive-ks-off.json), SKIP0 (steps 0 without its draft
 # extend, for a variant named all3: an upper bound for a turned-down state, since a real draft's KV falls behind),
 # ALL3_VARS, ALL3_BF16_VARS and KV_ONLY_VAR (the same switches by name, for any variant:
-# variant_env NAME $ALL3_BF16_VARS $KV_ONLY_VAR SGLANG_ENABLE_TRITON_GROUPED_DECODE; ALL3 and BF16 are made with it),
+# variant_env NAME $ALL3_BF16_VARS $KV_ONLY_VAR SGLANG_SPEC_STEPS0_AS_DECODE; ALL3 and BF16 are made with it),
+# S0_KIMI and STEPS0_VARS (server args holding every kimi16 batch size at steps 0, and a steps-0 cycle's switches),
 # and draw, summ and pack.
 # Habits: write every call's script before the first call, and issue the next one within 30 s of a reply (the host
 # is given back after ~30 s idle: a fresh one redraws its models). For kimi runs build the bundle with
@@ -36,6 +37,10 @@ ALL3=$(variant_env all3 $ALL3_VARS)
 BF16=$(variant_env all3 SGLANG_CUDA_GRAPH_BF16_VERIFY_LOGITS)  # with $ALL3: patch 0030 on too
 KSET="{\"speculative_adaptive\": true, \"speculative_adaptive_config\": \"$PWD/benchmark/configs/adaptive-ks.json\"}"
 KOFF="{\"speculative_adaptive\": true, \"speculative_adaptive_config\": \"$PWD/benchmark/configs/adaptive-ks-off.json\"}"
+# Every batch size held at steps 0 (kimi16's memory and decode-graph cap), and the switches of a steps-0 cycle as
+# measured since session 28: ALL3 + BF16, 0034's KV-only draft write, 0037's plain DECODE step.
+S0_KIMI="{\"speculative_adaptive\": true, \"speculative_adaptive_config\": \"$PWD/benchmark/configs/adaptive-steps0.json\", \"mem_fraction_static\": 0.65, \"cuda_graph_max_bs_decode\": 32}"
+STEPS0_VARS="$ALL3_BF16_VARS $KV_ONLY_VAR SGLANG_SPEC_STEPS0_AS_DECODE"
 SKIP0="--variant-env all3:SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND=1"  # steps 0 without its draft extend (draft KV left behind)
 draw() {  # NAME ARGS...: draw a model pair into $M/NAME unless it is there
   local n=$1; shift

@@ -10,9 +10,8 @@ set -uo pipefail
 [ -d /tmp/site-fork/sglang ] && export FASTPATH_PREFLIGHT_DONE=1
 source test/gpu/device_bench.sh; rm -rf $BB/*
 draw kimi16-acc3 kimi --layers 16 --routed-experts 96 --draft-accept-length 3
-S0="{\"speculative_adaptive\": true, \"speculative_adaptive_config\": \"$PWD/benchmark/configs/adaptive-steps0.json\", \"mem_fraction_static\": 0.65, \"cuda_graph_max_bs_decode\": 32}"
-V="--variant s0=/tmp/site-fork $(variant_env s0 $ALL3_BF16_VARS $KV_ONLY_VAR SGLANG_SPEC_STEPS0_AS_DECODE)"
-$B --models $M/kimi16-acc3 $V --bs 1,8 --acc-len 0 --e2e-runs 3 --pysample-runs 2 --server-args "$S0" \
+V="--variant s0=/tmp/site-fork $(variant_env s0 $STEPS0_VARS)"
+$B --models $M/kimi16-acc3 $V --bs 1,8 --acc-len 0 --e2e-runs 3 --pysample-runs 2 --server-args "$S0_KIMI" \
   --name kimi16-steps0-host-samples --budget-s $(left 560) > $L/e1.log 2>&1
 say "steps0 host samples rc=$?"
 for d in $BB/*/raw/*-pysample; do python3 -m benchmark.tools.pysample "$d" --min-pct 4 > $L/pysample.txt 2>&1; done

@@ -6,11 +6,10 @@ set -uo pipefail
 [ -d /tmp/site-fork/sglang ] && export FASTPATH_PREFLIGHT_DONE=1
 source test/gpu/device_bench.sh; rm -rf $BB/*
 draw kimi16-acc3 kimi --layers 16 --routed-experts 96 --draft-accept-length 3
-S0="{\"speculative_adaptive\": true, \"speculative_adaptive_config\": \"$PWD/benchmark/configs/adaptive-steps0.json\", \"mem_fraction_static\": 0.65, \"cuda_graph_max_bs_decode\": 32}"
 V="--variant s0=/tmp/site-fork --variant frozen=/tmp/site-fork"
-V="$V $(variant_env s0 $ALL3_BF16_VARS $KV_ONLY_VAR SGLANG_SPEC_STEPS0_AS_DECODE)"
-V="$V $(variant_env frozen $ALL3_BF16_VARS $KV_ONLY_VAR SGLANG_SPEC_STEPS0_AS_DECODE FASTPATH_BENCH_FREEZE_GC)"
-$B --models $M/kimi16-acc3 $V --bs 1,8 --acc-len 0 --e2e-runs 3 --server-args "$S0" \
+V="$V $(variant_env s0 $STEPS0_VARS)"
+V="$V $(variant_env frozen $STEPS0_VARS FASTPATH_BENCH_FREEZE_GC)"
+$B --models $M/kimi16-acc3 $V --bs 1,8 --acc-len 0 --e2e-runs 3 --server-args "$S0_KIMI" \
   --name kimi16-steps0-freeze-gc --budget-s $(left 570) > $L/d1.log 2>&1
 say "steps0 freeze gc rc=$?"
 grep -h "Freezing GC\|Traceback" $BB/*/logs/*.log 2>/dev/null | sed 's/^\[[^]]*\] //' | cut -c1-160 | sort | uniq -c | head
