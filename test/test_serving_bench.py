@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import types
@@ -145,7 +146,7 @@ def test_a_failing_client_prints_its_log_tail_and_only_the_client_gets_the_stub(
 def test_serving_json_records_the_stub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, importable: bool) -> None:
     seen = []
     monkeypatch.setattr(serving_bench, "datasets_importable", lambda env: importable)
-    monkeypatch.setattr(serving_bench, "run_mode", lambda mode, args, out, env: seen.append(env) or [])
+    monkeypatch.setattr(serving_bench, "run_mode", lambda mode, args, out, env, points: seen.append(env))
     assert serving_bench.main(["--models", "m", "--out", str(tmp_path)]) == 0
     doc = json.loads((tmp_path / "serving.json").read_text())
     assert doc["client_datasets_stub"] is (not importable)
@@ -191,7 +192,7 @@ def test_stall_dumps_reach_the_server_and_the_client_but_the_stub_only_the_clien
 def test_modes_run_in_the_order_given(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ran = []
     monkeypatch.setattr(serving_bench, "datasets_importable", lambda env: True)
-    monkeypatch.setattr(serving_bench, "run_mode", lambda mode, args, out, env: ran.append(mode) or [])
+    monkeypatch.setattr(serving_bench, "run_mode", lambda mode, args, out, env, points: ran.append(mode))
     assert serving_bench.main(["--models", "m", "--out", str(tmp_path), "--modes", "eagle3,nospec"]) == 0
     assert ran == ["eagle3", "nospec"]
     assert parse_args(["--models", "m", "--out", "o"]).modes == ["nospec", "eagle3"]
@@ -228,3 +229,44 @@ def test_a_prewarm_run_of_other_prompts_comes_first_and_stays_out_of_the_table(
     assert [p.prewarm for p in points] == [True, False, False]
     rows = table(points).splitlines()[2:]
     assert len(rows) == 2 and rows[0].startswith("| 1 | 102.0 |") and rows[1].startswith("| 8 | 103.0 |")
+
+
+def test_sigterm_stops_client_and_server_and_keeps_the_finished_points(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Session 30: ``timeout`` ended a run inside a server's start-up and the server lived on with the GPU's memory.
+    A real SIGTERM during the second point: the client is killed, the server stopped, the next mode never starts,
+    and serving.json keeps the first point and the interrupted mode's error."""
+    events = []
+
+    class Server(FakeServer):
+        def start(self, timeout_s: float) -> None:
+            events.append("start")
+
+        def stop(self) -> None:
+            events.append("stop")
+
+    class Client:
+        def __init__(self, cmd: list[str], stdout, env: dict[str, str], **kwargs) -> None:
+            self.out_file = Path(cmd[cmd.index("--output-file") + 1])
+
+        def wait(self, timeout: float | None = None) -> int:
+            if "c8" in self.out_file.name and "kill" not in events:
+                os.kill(os.getpid(), signal.SIGTERM)  # the handler raises here, in the main thread
+            self.out_file.write_text(json.dumps({"completed": 16, "output_throughput": 250.0}) + "\n")
+            return 0
+
+        def kill(self) -> None:
+            events.append("kill")
+
+    monkeypatch.setattr(serving_bench, "LaunchedServer", Server)
+    monkeypatch.setattr(serving_bench.subprocess, "Popen", Client)
+    monkeypatch.setattr(serving_bench, "datasets_importable", lambda env: True)
+    before = signal.getsignal(signal.SIGTERM)
+    rc = serving_bench.main(["--models", str(tmp_path / "m"), "--out", str(tmp_path), "--concurrency", "1,8",
+                             "--stall-dump-s", "0", "--prewarm-prompts", "0", "--modes", "eagle3,nospec"])
+    assert rc == 1 and events == ["start", "kill", "stop"]
+    assert signal.getsignal(signal.SIGTERM) == before
+    records = json.loads((tmp_path / "serving.json").read_text())["records"]
+    assert [(r["mode"], r["concurrency"], r["output_tokens_per_s"]) for r in records] == [
+        ("eagle3", 1, 250.0), ("eagle3", -1, None)]
+    assert records[1]["error"] == f"terminated by signal {int(signal.SIGTERM)}"

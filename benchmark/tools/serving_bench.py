@@ -28,6 +28,11 @@ SGLang's benchmark imports every dataset module, one of which needs Hugging Face
 server) runs with ``serving_stubs/`` first on its ``PYTHONPATH``, whose ``load_dataset`` raises a
 clear error; ``serving.json`` records it as ``client_datasets_stub``. A failing client's last log
 lines are printed.
+
+A SIGTERM (``timeout``'s signal when a device call's budget runs out) stops the running client and the
+server's whole process group, and ``serving.json`` keeps every point finished before it, with the
+interrupted mode's error; session 30's budget ended inside a server's start-up, and the server, left
+running with 97 GiB of GPU memory, made every engine of the next call on that host fail.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -130,7 +136,20 @@ def read_point(mode: str, concurrency: int, out_file: Path) -> Point:
                  _get(row, "accept_length", "avg_accept_length"))
 
 
-def run_mode(mode: str, args: argparse.Namespace, out: Path, bench_env: dict[str, str]) -> list[Point]:
+class Terminated(BaseException):
+    """Raised by the SIGTERM handler: a BaseException, so run_mode's record-and-go-on handler lets it pass while
+    its ``finally`` stops the server."""
+
+
+def raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated(f"terminated by signal {signum}")
+
+
+def run_mode(mode: str, args: argparse.Namespace, out: Path, bench_env: dict[str, str],
+             points: list[Point] | None = None) -> list[Point]:
+    """Start ``mode``'s server and run each concurrency against it; the points, appended to ``points`` as each
+    finishes (so a caller keeps them when a signal ends the mode)."""
+    points = [] if points is None else points
     pair = ModelsFolder(Path(args.models))
     launch = ["--model-path", str(pair.target), *BASE_ARGS, *args.server_args]
     env = None
@@ -143,7 +162,7 @@ def run_mode(mode: str, args: argparse.Namespace, out: Path, bench_env: dict[str
         env = with_stack_dumps({**os.environ, **(env or {})}, markers)
         bench_env = with_stack_dumps(bench_env, markers)
     server = LaunchedServer(launch, port, out / f"server-{mode}.log", env=env)
-    points, watch = [], None
+    watch = None
     try:
         server.start(args.start_timeout_s)
         if args.stall_dump_s > 0:
@@ -186,8 +205,9 @@ def run_client(cmd: list[str], log_path: Path, env: dict[str, str], timeout_s: f
             watch.arm()
         try:
             returncode = client.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
+        except BaseException:  # a timeout, or the SIGTERM that ends the whole run: no client left behind
             client.kill()
+            client.wait()
             raise
         finally:
             if watch:
@@ -246,6 +266,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def write_doc(out: Path, args: argparse.Namespace, t0: float, stub: bool, points: list[Point]) -> None:
+    """``serving.json`` with the points so far (written after each mode, so a run cut short keeps them)."""
+    doc = {"schema": "sglang-fastpath-serving/1", "args": vars(args), "seconds": round(time.time() - t0, 1),
+           "client_datasets_stub": stub, "records": [asdict(p) for p in points]}
+    (out / "serving.json").write_text(json.dumps(doc, indent=1))
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     out = Path(args.out)
@@ -253,10 +280,19 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.time()
     stub = not datasets_importable(dict(os.environ))
     bench_env = client_env(dict(os.environ), stub)
-    points = [p for mode in args.modes for p in run_mode(mode, args, out, bench_env)]
-    doc = {"schema": "sglang-fastpath-serving/1", "args": vars(args), "seconds": round(time.time() - t0, 1),
-           "client_datasets_stub": stub, "records": [asdict(p) for p in points]}
-    (out / "serving.json").write_text(json.dumps(doc, indent=1))
+    points: list[Point] = []
+    previous = signal.signal(signal.SIGTERM, raise_terminated)
+    try:
+        for mode in args.modes:
+            try:
+                run_mode(mode, args, out, bench_env, points)
+            except Terminated as exc:
+                points.append(Point(mode, -1, 0, error=str(exc)))
+                break
+            finally:
+                write_doc(out, args, t0, stub, points)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     for p in points:
         if p.error:
             print(f"{p.mode} c{p.concurrency}: {p.error}", file=sys.stderr)

@@ -1,3 +1,4 @@
+# session 30 device call A (fresh nvidia-h200; slim bundle of commit 9010cb9, patches 0001-0037 at their defaults): test/gpu/queue/s30a.sh as of that commit.
 # session 30, call A (fresh nvidia-h200; slim bundle, patches 0001-0037 at their defaults: 0035 on). Issue 12: where
 # the host time of a steps-0 cycle goes beyond plain decode's. Sessions 28-29: the steps-0 cycle (0034 + 0037 on) takes
 # 3.93 ms at bs 1 against plain decode's 3.76, but only 3.55 ms (GPU busy 3.33) in 8 profiled steps; the bonus-only

@@ -1,3 +1,4 @@
+# session 30 device call D (the third s30c.sh try: a warm host whose previous call, s30b.sh, had left an SGLang server running; this call first killed it, then ran the script; slim bundle of commit 9010cb9, patches 0001-0037 at their defaults): test/gpu/queue/s30c.sh as of that commit, after: pkill -9 -f '[l]aunch_server'; pkill -9 -f '[s]glang::'
 # session 30, call C (warm after s30b.sh: kimi16-acc3 drawn). Issues 11 and 18: stock 0.5.17 vs the fork with 0035 on by
 # default (session 29: MLA decode through the grouped split-KV kernel), 128-token prompts, bs 1 / 8 / 32 / 64, plain
 # decode and EAGLE-3 (K 4, real accept 3), 3 timed runs a point. Session 29 turned 0035 on after a fork-vs-fork run in
