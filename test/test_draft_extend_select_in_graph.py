@@ -113,7 +113,8 @@ def _run_worker(tree, accept_lens: list[int], select: bool) -> tuple[SimpleNames
     worker = SimpleNamespace(
         speculative_num_draft_tokens=K, device="cpu", plan_stream_ctx=contextlib.nullcontext(), plan_stream=None,
         draft_runner=SimpleNamespace(canary_manager=None), cuda_graph_runner_for_draft_extend=runner,
-        seed_dsa_topk_from_draft_extend=False, topk=1)
+        seed_dsa_topk_from_draft_extend=False, topk=1,
+        flush_deferred_kv=lambda: None)  # patch 0038's flush (test_deferred_draft_kv.py); a no-op when off
     next_draft_input = SimpleNamespace()
     batch = SimpleNamespace(seq_lens=torch.zeros(RAW_BS, dtype=torch.int64), sampling_info=None)
     batch_result = SimpleNamespace(

@@ -383,6 +383,7 @@ class DraftWorker:
         self.seed_dsa_topk_from_draft_extend = c.get("dsa", False)
         self.draft_extend_attn_backend = SimpleNamespace(dcp_size=c.get("dcp", 1))
         self.cuda_graph_runner_for_draft_extend_kv_only = runner
+        self.deferred_kv = None  # patch 0038's deferral off (test_deferred_draft_kv.py)
         model = SimpleNamespace(
             supports_draft_kv_only=lambda: c.get("model", True),
             forward_draft_kv_only=lambda *args: self.calls.append(("eager", args)))
