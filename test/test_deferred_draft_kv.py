@@ -67,14 +67,19 @@ def test_the_switch_exists_and_defaults_off(trees, monkeypatch, tree_name: str) 
 
 
 @pytest.mark.parametrize("tree_name", TREES)
-def test_no_log_when_off_or_on_a_pd_decode_server(trees, tree_name: str) -> None:
-    """A PD decode server's requests get their KV by transfer, outside the stream order a flush relies on."""
+def test_no_log_when_off_or_where_the_pool_is_touched_out_of_order(trees, tree_name: str) -> None:
+    """Session 30's review: a PD decode server's KV arrives by transfer, the hierarchical cache loads and backs up
+    the pool on its own streams, and DP attention ranks would key their logs apart while the write all-reduces."""
     tree = trees.get(tree_name)
     log_class(tree)
     make = TreeImporter.module(tree, LOG).deferred_draft_kv
-    assert make(0, "null") is None and make(16, "decode") is None
+    plain = dict(disaggregation_mode="null", enable_hierarchical_cache=False, enable_dp_attention=False)
+    assert make(0, SimpleNamespace(**plain)) is None
+    for change in ({"disaggregation_mode": "decode"}, {"enable_hierarchical_cache": True},
+                   {"enable_dp_attention": True}):
+        assert make(16, SimpleNamespace(**{**plain, **change})) is None, change
     for mode in ("null", "prefill"):
-        log = make(16, mode)
+        log = make(16, SimpleNamespace(**{**plain, "disaggregation_mode": mode}))
         assert log is not None and log.max_cycles == 16 and log.rows == 0
 
 
