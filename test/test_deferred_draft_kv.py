@@ -74,12 +74,13 @@ def test_no_log_when_off_or_where_the_pool_is_touched_out_of_order(trees, tree_n
     log_class(tree)
     make = TreeImporter.module(tree, LOG).deferred_draft_kv
     plain = dict(disaggregation_mode="null", enable_hierarchical_cache=False, enable_dp_attention=False)
-    assert make(0, SimpleNamespace(**plain)) is None
+    assert make(0, True, SimpleNamespace(**plain)) is None
+    assert make(16, False, SimpleNamespace(**plain)) is None  # without 0034's KV-only extend there is nothing to keep
     for change in ({"disaggregation_mode": "decode"}, {"enable_hierarchical_cache": True},
                    {"enable_dp_attention": True}):
-        assert make(16, SimpleNamespace(**{**plain, **change})) is None, change
+        assert make(16, True, SimpleNamespace(**{**plain, **change})) is None, change
     for mode in ("null", "prefill"):
-        log = make(16, SimpleNamespace(**{**plain, "disaggregation_mode": mode}))
+        log = make(16, True, SimpleNamespace(**{**plain, "disaggregation_mode": mode}))
         assert log is not None and log.max_cycles == 16 and log.rows == 0
 
 
