@@ -367,7 +367,8 @@ class MHAPool:
 
 
 def draft_worker_defs(tree: Path, **c: Any) -> dict[str, Any]:
-    names = ["EagleDraftWorker._draft_kv_only_supported", "EagleDraftWorker._draft_extend_kv_only"]
+    names = ["EagleDraftWorker._draft_kv_only_supported", "EagleDraftWorker._draft_extend_kv_only",
+             "EagleDraftWorker._write_draft_kv"]
     extra = {
         "get_spec": lambda: SimpleNamespace(speculative_use_rejection_sampling=c.get("rejection", False)),
         "require_gathered_buffer": lambda server_args: c.get("gathered", False),
@@ -394,6 +395,9 @@ class DraftWorker:
 
     def _draft_kv_only_supported(self) -> bool:
         return self.defs["EagleDraftWorker._draft_kv_only_supported"](self)
+
+    def _write_draft_kv(self, *rows: torch.Tensor) -> None:
+        self.defs["EagleDraftWorker._write_draft_kv"](self, *rows)
 
     def extend(self, batch: Any, result: Any) -> bool:
         return self.defs["EagleDraftWorker._draft_extend_kv_only"](self, batch, result)

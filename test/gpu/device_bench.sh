@@ -23,10 +23,11 @@ source test/gpu/device_env.sh
 export PYTHONPATH=$PWD/python:$PYTHONPATH  # this tree's sglang_fastpath before the bundle's
 # A warm host keeps what the previous call left: session 30's serving call ran out inside a server's start-up and
 # that server held 97 GiB, so every engine of the next call failed. Clear SGLang processes left by an earlier call
-# (the bracket keeps pkill from matching its own command line).
-if pgrep -f '[s]glang::|[l]aunch_server' > /dev/null; then
-  say "killing SGLang processes left by an earlier call: $(pgrep -f '[s]glang::|[l]aunch_server' | tr '\n' ' ')"
-  pkill -9 -f '[s]glang::|[l]aunch_server'; sleep 5
+# (the brackets keep pgrep from matching its own command line).
+LEFTOVER=$(pgrep -f '[s]glang::|[l]aunch_server' | tr '\n' ' ')
+if [ -n "$LEFTOVER" ]; then
+  say "killing SGLang processes left by an earlier call: $LEFTOVER"
+  kill -9 $LEFTOVER 2>/dev/null; sleep 5
 fi
 BB=/tmp/bench; L=/tmp/logs; mkdir -p $BB $L
 B="python3 benchmark/run.py --profile all --kinds e2e --configs tp1 --backends triton --ks 4 --topks 1 --no-plot --out $BB"
