@@ -46,9 +46,10 @@ BF16=$(variant_env all3 SGLANG_CUDA_GRAPH_BF16_VERIFY_LOGITS)  # with $ALL3: pat
 KSET="{\"speculative_adaptive\": true, \"speculative_adaptive_config\": \"$PWD/benchmark/configs/adaptive-ks.json\"}"
 KOFF="{\"speculative_adaptive\": true, \"speculative_adaptive_config\": \"$PWD/benchmark/configs/adaptive-ks-off.json\"}"
 # Every batch size held at steps 0 (kimi16's memory and decode-graph cap), and the switches of a steps-0 cycle as
-# measured since session 28: ALL3 + BF16, 0034's KV-only draft write, 0037's plain DECODE step.
+# measured since session 28: ALL3 + BF16, 0034's KV-only draft write, 0037's plain DECODE step, and (since session
+# 31, benchmark/results/20261204-1648-h200-tp1-kimi16-steps0-deferred-kv/) 0038's KV rows written 16 cycles at a time.
 S0_KIMI="{\"speculative_adaptive\": true, \"speculative_adaptive_config\": \"$PWD/benchmark/configs/adaptive-steps0.json\", \"mem_fraction_static\": 0.65, \"cuda_graph_max_bs_decode\": 32}"
-STEPS0_VARS="$ALL3_BF16_VARS $KV_ONLY_VAR SGLANG_SPEC_STEPS0_AS_DECODE"
+STEPS0_VARS="$ALL3_BF16_VARS $KV_ONLY_VAR SGLANG_SPEC_STEPS0_AS_DECODE SGLANG_SPEC_KV_ONLY_DEFER_CYCLES=16"
 SKIP0="--variant-env all3:SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND=1"  # steps 0 without its draft extend (draft KV left behind)
 draw() {  # NAME ARGS...: draw a model pair into $M/NAME unless it is there
   local n=$1; shift

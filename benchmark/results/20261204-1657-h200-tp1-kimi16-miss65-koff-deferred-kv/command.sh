@@ -1,3 +1,4 @@
+# session 31 device call B (warm after calls A and A'; slim bundle of commit 83766f7, patches 0001-0038): test/gpu/queue/s31d.sh as of that commit
 # session 31, call D (warm after s31a.sh; draws kimi16-miss65, ~50 s). Issue 12's accept-1.5 target ("EAGLE-3 >= no
 # speculation at every bs where fixed K loses"): the throughput policy over the K set plus steps 0 (adaptive-ks-off.json)
 # with the steps-0 switches (STEPS0_VARS) and patch 0038 (SGLANG_SPEC_KV_ONLY_DEFER_CYCLES=16), against plain decode in

@@ -1,5 +1,5 @@
-# session 31, call B (warm: kimi16-acc3 drawn; ~440 s): `bash test/gpu/queue/s31b.sh` runs both servers, EAGLE-3 first;
-# `bash test/gpu/queue/s31b.sh nospec` (or eagle3) runs one, to finish a call cut short. Issue 11: SGLang's serving
+# session 32, call B (was session 31's s31b.sh, not reached) (warm: kimi16-acc3 drawn; ~440 s): `bash test/gpu/queue/s32b.sh` runs both servers, EAGLE-3 first;
+# `bash test/gpu/queue/s32b.sh nospec` (or eagle3) runs one, to finish a call cut short. Issue 11: SGLang's serving
 # benchmark on kimi16 at real accept 3, with serving_bench's untimed pre-warm run (--prewarm-prompts 32), same prompts
 # by seed. Session 30's try (then s30b.sh) was answered by a fresh host: preflight, draw and a 136-s first server start
 # (first-use compile) left too little, and the budget's SIGTERM fell inside the second server's start-up; on a warm host
@@ -17,4 +17,4 @@ timeout $(left 570) python3 -m benchmark.tools.serving_bench --models $M/kimi16-
   --mem-fraction-static 0.65 --cuda-graph-max-bs-decode 32 > $L/serving.log 2>&1
 say "serving rc=$?"; tail -8 $L/serving.log
 python3 -c "import json; d=json.load(open('$BB/serving-kimi16-${MODE/,/-}/serving.json')); [print(r['mode'], r['concurrency'], r.get('prewarm'), r.get('output_tokens_per_s'), r.get('p99_ttft_ms'), r.get('stalls')) for r in d['records']]"
-cp -r $L $BB/; tar czf $OUT/s31b-${MODE/,/-}.tgz -C $BB .
+cp -r $L $BB/; tar czf $OUT/s32b-${MODE/,/-}.tgz -C $BB .

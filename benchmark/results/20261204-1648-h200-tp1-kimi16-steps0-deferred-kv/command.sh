@@ -1,3 +1,4 @@
+# session 31 device calls A (fresh nvidia-h200) and A' (the same host, warm; the d16 variant alone, A's budget having skipped it); slim bundle of commit 83766f7, patches 0001-0038: test/gpu/queue/s31a.sh as of that commit; A' ran it after: sed -i 's/^V="--variant s0=\/tmp\/site-fork --variant d16=/V="--variant d16=/; s/\$(variant_env s0 \$STEPS0_VARS) //; s/left 560/left 580/' test/gpu/queue/s31a.sh
 # session 31, call A (fresh nvidia-h200; slim bundle with patches 0001-0038; a full call, ~450 s). Issue 12: patch 0038
 # (SGLANG_SPEC_KV_ONLY_DEFER_CYCLES=16: the steps-0 KV-only rows kept and written 16 cycles at a time) side by side with
 # the per-cycle KV-only extend, every bs held at steps 0 (adaptive-steps0.json), plain decode in each process, bs 1 / 8,

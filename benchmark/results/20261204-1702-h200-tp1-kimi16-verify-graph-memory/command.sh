@@ -1,3 +1,4 @@
+# session 31 device calls C (warm after call B) and C' (the same host, warm; the nometa variant alone, C's budget having skipped it); slim bundle of commit 83766f7, patches 0001-0038: test/gpu/queue/s31e.sh as of that commit; C' ran it after: sed -i 's/^V="--variant fork=.*/V="--variant nometa=\/tmp\/site-fork"/; 12d; s/left 560/left 290/' test/gpu/queue/s31e.sh
 # session 31, call E (warm: kimi16-acc3 drawn; ~450 s). Issue 12's graph memory: session 30's stock-vs-fork run
 # (benchmark/results/20261204-1439-h200-tp1-kimi16-short-stock-vs-fork/) logged the fork's target verify graphs at
 # 0.99 GB against stock's 0.28 GB (K 4 only, max bs 64; decode and draft graphs equal). Which default-on verify patch
