@@ -6,7 +6,7 @@
 For each mode (no speculation, then EAGLE-3 with K 4, topk 1) it starts
 ``python -m sglang.launch_server`` from whatever SGLang is first on ``PYTHONPATH`` (the soak's
 ``LaunchedServer``: loopback, its own process group, a log file), then at each concurrency runs
-``python -m sglang.benchmark.serving --backend sglang --dataset-name random-ids`` (random token
+SGLang's ``sglang.benchmark.serving --backend sglang --dataset-name random-ids`` (random token
 ids drawn from ``--seed``: no download, the same prompts for both modes) with
 ``4 x concurrency`` prompts (at least 16) and ``--random-range-ratio 1`` (every prompt and output
 exactly the given lengths), after ``concurrency`` warm-up requests sent at once (the benchmark's
@@ -23,13 +23,21 @@ reports one; the server's quiet spells, see ``--stall-dump-s``), the benchmark's
 and prints a table last. Issue 11 asks
 for this figure beside the offline Engine's (``benchmark/run.py --kinds e2e``).
 
+The benchmark client is one process per mode (``serving_client.py``, ``BenchClient``), started before the
+server so that its import overlaps the server's start-up: it imports ``sglang.benchmark.serving`` once and runs
+each point in-process through the module's ``cli_main``, its output in the point's own log (``bench-MODE-TAG.log``;
+the import's in ``client-MODE.log``). A process per point spent 20-25 s importing SGLang before its first request,
+about 3 minutes of GPU-host time a call of 8 points. As with a process per point, a client that dies inside a
+point fails that point and the next point starts a new one, and a point that outlives ``--point-timeout-s`` kills
+the client and ends the mode; a client whose import fails ends the mode.
+
 SGLang's benchmark imports every dataset module, one of which needs Hugging Face ``datasets``
 (absent from the offline GPU bundle). Where ``import datasets`` fails, the client (never the
 server) runs with ``serving_stubs/`` first on its ``PYTHONPATH``, whose ``load_dataset`` raises a
-clear error; ``serving.json`` records it as ``client_datasets_stub``. A failing client's last log
-lines are printed.
+clear error; ``serving.json`` records it as ``client_datasets_stub``. A failing point's last log
+lines are printed (the client's own log's when its import fails).
 
-A SIGTERM (``timeout``'s signal when a device call's budget runs out) stops the running client and the
+A SIGTERM (``timeout``'s signal when a device call's budget runs out) kills the client and stops the
 server's whole process group, and ``serving.json`` keeps every point finished before it, with the
 interrupted mode's error; session 30's budget ended inside a server's start-up, and the server, left
 running with 97 GiB of GPU memory, made every engine of the next call on that host fail.
@@ -40,6 +48,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -56,6 +65,9 @@ SPEC_ARGS = ["--speculative-algorithm", "EAGLE3", "--speculative-num-steps", "3"
              "--speculative-num-draft-tokens", "4"]
 BASE_ARGS = ["--attention-backend", "triton", "--sampling-backend", "pytorch", "--grammar-backend", "none"]
 STUBS = Path(__file__).resolve().parent / "serving_stubs"  # a stand-in ``datasets`` package for the client
+BENCH_MODULE = "sglang.benchmark.serving"
+CLIENT = "benchmark.tools.serving_client"  # the persistent benchmark client, one process per mode
+REPO = Path(__file__).resolve().parents[2]
 TAIL_LINES = 15
 
 
@@ -87,12 +99,19 @@ PREWARM_SEED_OFFSET = 1000  # pre-warm prompts differ from every timed prompt
 
 def bench_command(port: int, model: str, concurrency: int, input_len: int, output_len: int, seed: int,
                   out_file: Path, prompts: int | None = None) -> list[str]:
-    return [sys.executable, "-m", "sglang.benchmark.serving", "--backend", "sglang", "--host", "127.0.0.1",
+    """The command of one point as a process of its own would run it; ``BenchClient`` runs what follows
+    ``-m sglang.benchmark.serving`` (``bench_argv``) in-process."""
+    return [sys.executable, "-m", BENCH_MODULE, "--backend", "sglang", "--host", "127.0.0.1",
             "--port", str(port), "--model", model, "--tokenizer", model, "--dataset-name", "random-ids",
             "--random-input-len", str(input_len), "--random-output-len", str(output_len),
             "--random-range-ratio", "1", "--num-prompts", str(prompts or prompts_for(concurrency)),
             "--max-concurrency", str(concurrency), "--seed", str(seed), "--disable-tqdm",
             "--warmup-requests", str(concurrency), "--output-file", str(out_file)]
+
+
+def bench_argv(cmd: list[str]) -> list[str]:
+    """The arguments of ``BENCH_MODULE`` in ``bench_command``'s ``cmd``."""
+    return cmd[cmd.index(BENCH_MODULE) + 1:]
 
 
 def datasets_importable(env: dict[str, str]) -> bool:
@@ -136,6 +155,124 @@ def read_point(mode: str, concurrency: int, out_file: Path) -> Point:
                  _get(row, "accept_length", "avg_accept_length"))
 
 
+class ClientFailed(RuntimeError):
+    """The benchmark client could not import SGLang's benchmark."""
+
+
+class ClientExited(ClientFailed):
+    """The benchmark client's process ended (a crash inside a point: that point's exit status)."""
+
+    def __init__(self, returncode: int) -> None:
+        super().__init__(f"the benchmark client exited with status {returncode}")
+        self.returncode = returncode
+
+
+class BenchClient:
+    """One mode's benchmark client, ``python -m benchmark.tools.serving_client`` (``CLIENT``): a process that imports
+    ``sglang.benchmark.serving`` once and runs each point in-process, answering one JSON line per point. Started
+    again by the point after one that killed it or saw it die. Its stderr (the import's output) goes to ``log``."""
+
+    def __init__(self, env: dict[str, str], log: Path) -> None:
+        self.env, self.log = with_repo_root(env), log
+        self.proc: subprocess.Popen | None = None
+        self.started = 0  # processes started so far
+        self._ready = False
+        self._buffer = b""
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None, "the client is not running"
+        return self.proc.pid
+
+    def start(self) -> None:
+        """Start the process; its import runs while the caller goes on (``ready`` waits for it)."""
+        with open(self.log, "a" if self.started else "w") as log:
+            self.proc = subprocess.Popen([sys.executable, "-m", CLIENT], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=log, env=self.env, bufsize=0)
+        self.started += 1
+        self._ready, self._buffer = False, b""
+
+    def ready(self, timeout_s: float) -> None:
+        """Wait for the client's import (starting a process first when none runs); ``ClientFailed`` when it fails,
+        ``subprocess.TimeoutExpired`` after ``timeout_s``, and no process left behind either way."""
+        if self.proc is None:
+            self.start()
+        if self._ready:
+            return
+        try:
+            doc = self._call(None, timeout_s)
+            if not doc.get("ready"):
+                raise ClientFailed(f"the benchmark client is not ready: {doc.get('error')}")
+        except ClientFailed:
+            self.close()
+            print(f"the benchmark client failed; the last lines of {self.log.name}:\n{log_tail(self.log)}",
+                  file=sys.stderr)
+            raise
+        self._ready = True
+
+    def run(self, argv: list[str], log: Path, timeout_s: float) -> int:
+        """One run of ``sglang.benchmark.serving`` with ``argv``, its output in ``log``: its exit status (the
+        process's, when it died inside the run: the next run starts a new one, as a process per point would)."""
+        try:
+            return int(self._call({"argv": argv, "log": str(log)}, timeout_s)["rc"])
+        except ClientExited as exc:
+            return exc.returncode
+
+    def close(self) -> None:
+        """Kill the process (idle or not) and wait for it."""
+        proc, self.proc, self._ready = self.proc, None, False
+        if proc is None:
+            return
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        for pipe in (proc.stdin, proc.stdout):
+            try:
+                pipe.close()
+            except OSError:
+                pass
+
+    def _call(self, request: dict | None, timeout_s: float) -> dict:
+        """Send ``request`` (none: only read) and read one answer; on any failure, a timeout or a signal's exception,
+        the process is killed and waited for before it propagates."""
+        try:
+            if request is not None:
+                self._send(request)
+            return self._answer(timeout_s)
+        except BaseException:
+            self.close()
+            raise
+
+    def _send(self, request: dict) -> None:
+        try:
+            self.proc.stdin.write((json.dumps(request) + "\n").encode())
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            raise ClientExited(self.proc.wait()) from None
+
+    def _answer(self, timeout_s: float) -> dict:
+        fd = self.proc.stdout.fileno()
+        deadline = time.monotonic() + timeout_s
+        while b"\n" not in self._buffer:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise subprocess.TimeoutExpired([sys.executable, "-m", CLIENT], timeout_s)
+            if not select.select([fd], [], [], left)[0]:
+                continue
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                raise ClientExited(self.proc.wait())
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return json.loads(line)
+
+
+def with_repo_root(env: dict[str, str]) -> dict[str, str]:
+    """``env`` with this repository last on ``PYTHONPATH``, so ``CLIENT`` imports from any working directory."""
+    parts = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return {**env, "PYTHONPATH": os.pathsep.join(parts if str(REPO) in parts else [*parts, str(REPO)])}
+
+
 class Terminated(BaseException):
     """Raised by the SIGTERM handler: a BaseException, so run_mode's record-and-go-on handler lets it pass while
     its ``finally`` stops the server."""
@@ -162,8 +299,10 @@ def run_mode(mode: str, args: argparse.Namespace, out: Path, bench_env: dict[str
         env = with_stack_dumps({**os.environ, **(env or {})}, markers)
         bench_env = with_stack_dumps(bench_env, markers)
     server = LaunchedServer(launch, port, out / f"server-{mode}.log", env=env)
+    client = BenchClient(bench_env, out / f"client-{mode}.log")
     watch = None
     try:
+        client.start()  # its import of SGLang's benchmark runs while the server starts
         server.start(args.start_timeout_s)
         if args.stall_dump_s > 0:
             watch = StallWatch(server.log, server.proc.pid, markers, quiet_s=args.stall_dump_s)
@@ -177,7 +316,7 @@ def run_mode(mode: str, args: argparse.Namespace, out: Path, bench_env: dict[str
             cmd = bench_command(port, str(pair.target), concurrency, args.input_len, output_len, seed, out_file,
                                 prompts)
             log_path = out / f"bench-{mode}-{tag}.log"
-            returncode, stalls = run_client(cmd, log_path, bench_env, args.point_timeout_s, watch)
+            returncode, stalls = run_client(client, bench_argv(cmd), log_path, args.point_timeout_s, watch)
             point = replace(read_point(mode, concurrency, out_file), stalls=stalls, prewarm=tag == "prewarm")
             if returncode != 0 and point.error is None:
                 point = replace(point, error=f"benchmark exited {returncode}")
@@ -188,30 +327,30 @@ def run_mode(mode: str, args: argparse.Namespace, out: Path, bench_env: dict[str
     except Exception as exc:  # noqa: BLE001 - record the failure, keep what was measured
         points.append(Point(mode, -1, 0, error=f"{type(exc).__name__}: {exc}"[:300]))
     finally:
-        if watch is not None:
-            watch.stop()
-        server.stop()
+        try:
+            if watch is not None:
+                watch.stop()
+            client.close()
+        finally:
+            server.stop()
     return points
 
 
-def run_client(cmd: list[str], log_path: Path, env: dict[str, str], timeout_s: float,
+def run_client(client: BenchClient, argv: list[str], log_path: Path, timeout_s: float,
                watch: StallWatch | None) -> tuple[int, list[dict]]:
-    """Run the benchmark client with ``watch`` armed while it runs; its exit status and the stalls seen."""
-    with open(log_path, "w") as log:
-        client = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
-        first = len(watch.stalls) if watch else 0
+    """One point on ``client`` (its arguments of ``sglang.benchmark.serving``, output to ``log_path``) with ``watch``
+    armed while it runs; its exit status and the stalls seen."""
+    client.ready(timeout_s)
+    first = len(watch.stalls) if watch else 0
+    if watch:
+        pid = client.pid
+        watch.extra_pids = lambda: [pid, *children_of(pid)]
+        watch.arm()
+    try:
+        returncode = client.run(argv, log_path, timeout_s)
+    finally:
         if watch:
-            watch.extra_pids = lambda: [client.pid, *children_of(client.pid)]
-            watch.arm()
-        try:
-            returncode = client.wait(timeout=timeout_s)
-        except BaseException:  # a timeout, or the SIGTERM that ends the whole run: no client left behind
-            client.kill()
-            client.wait()
-            raise
-        finally:
-            if watch:
-                watch.disarm()
+            watch.disarm()
     return returncode, [asdict(s) for s in (watch.stalls[first:] if watch else [])]
 
 
