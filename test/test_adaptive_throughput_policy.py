@@ -436,28 +436,46 @@ def _switches(trace: list[int]) -> int:
     return sum(a != b for a, b in zip(trace, trace[1:]))
 
 
-def _miss65_tail(asp: Any, tmp_path: Path, **knobs: Any) -> tuple[Counter, int]:
-    """(step counts, switches) of 600 results at bs 8 after 200 to explore, on the miss-65 pair's cycle times."""
+def _miss65_switches(asp: Any, tmp_path: Path, seed: int, **knobs: Any) -> int:
+    """Switches in 600 results at bs 8 after 200 to explore, on the miss-65 pair's cycle times."""
     params, clock = _clocked(asp, _config(tmp_path, "throughput", candidates=[0, 1, 2, 3], slots=("8",), **knobs))
     timed = growing_context(miss65_bs8)
-    _serve(params, clock, timed, MISS65_ACCEPTANCE, batches=200, bs=8)
+    _serve(params, clock, timed, MISS65_ACCEPTANCE, batches=200, bs=8, seed=2 * seed)
     trace: list[int] = []
-    ran = _serve(params, clock, timed, MISS65_ACCEPTANCE, batches=600, bs=8, seed=1, trace=trace)
-    return ran, _switches(trace)
+    _serve(params, clock, timed, MISS65_ACCEPTANCE, batches=600, bs=8, seed=2 * seed + 1, trace=trace)
+    return _switches(trace)
 
 
 def test_candidates_tied_within_the_switch_margin_do_not_trade_places(asp, tmp_path: Path) -> None:
     """On the GPU the slot switched 20 times between steps 0, 1 and 2 at bs 8. A cycle gets slower as a run's
     context grows, so the running candidate's fresh figure lands a few percent under another's older one and
     the slot moves; the cycles around each switch cost what no median shows (the first timed run lost 14% to
-    plain decode). Of candidates within ``switch_margin`` of the best, the shortest runs; with the margin at 0
-    (the policy before) the slot keeps trading places."""
+    plain decode). The chain a decision settled on stays unless another scores more than ``switch_margin`` above
+    it; with the margin at 0 (the policy before) the slot keeps trading places. Over ten seeds: the reprobes'
+    visits (two switches each) and at most one move of the settled chain: 61 switches in all (5-8 a seed) against
+    96 (6-15) before."""
     rates = {s: _tokens_per_s(miss65_bs8, MISS65_ACCEPTANCE, s) for s in (0, 1, 2)}
     assert max(rates.values()) / min(rates.values()) < 1.05, rates  # the three tie
-    ran_before, switches_before = _miss65_tail(asp, tmp_path, switch_margin=0.0)
-    ran, switches = _miss65_tail(asp, tmp_path)
-    assert switches_before >= 12 and ran_before[0] <= 540, (ran_before, switches_before)
-    assert ran[0] >= 570 and switches <= 8, (ran, switches)  # the reprobes of steps 1 come back down
+    before = [_miss65_switches(asp, tmp_path, seed, switch_margin=0.0) for seed in range(10)]
+    after = [_miss65_switches(asp, tmp_path, seed) for seed in range(10)]
+    assert max(after) <= 8 and sum(after) <= 70, after
+    assert sum(before) >= 85, before
+
+
+# Steps 2 the best by 3% (one token a draft, every draft accepted), steps 0 and 1 3% behind it, steps 3 10%.
+def three_percent_behind(steps: int) -> float:
+    return 0.001 * (1 + steps) / {0: 0.97, 1: 0.97, 2: 1.0, 3: 0.9}[steps]
+
+
+def test_a_visit_to_a_tied_chain_goes_back_to_the_settled_one(asp, tmp_path: Path) -> None:
+    """A review of the first form of the margin (a longer chain needed the margin to replace the running one,
+    whatever it was) found a reprobe's visit to a shorter chain within the margin staying there: steps 2 ran 42%
+    of the time where it ran 98% before. The margin is kept between the settled chain and the best, so a visit
+    goes back."""
+    params, clock = _clocked(asp, _config(tmp_path, "throughput", candidates=[0, 1, 2, 3], slots=("8",)))
+    _serve(params, clock, three_percent_behind, [1.0, 1.0, 1.0], batches=400, bs=8)
+    tail = _serve(params, clock, three_percent_behind, [1.0, 1.0, 1.0], batches=1000, bs=8, seed=1)
+    assert tail[2] >= 900, tail
 
 
 def test_a_candidate_better_by_more_than_the_switch_margin_still_wins(asp, tmp_path: Path) -> None:

@@ -40,6 +40,7 @@ def memory_usage(trees: Any, tree_name: str) -> Any:
 def on_cuda(monkeypatch: pytest.MonkeyPatch, snapshots: list[list[dict[str, Any]]]) -> None:
     """torch.cuda reports itself available and answers each memory_snapshot() with the next of ``snapshots``."""
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_allocator_backend", lambda: "native")
     monkeypatch.setattr(torch.cuda, "memory_snapshot", lambda: snapshots.pop(0))
 
 
@@ -73,10 +74,28 @@ def test_nothing_is_read_off_cuda(trees, tree_name: str, monkeypatch) -> None:
 
 
 @pytest.mark.parametrize("tree_name", TREES)
+def test_an_allocator_it_cannot_read_gives_nothing_and_raises_nothing(trees, tree_name: str, monkeypatch) -> None:
+    """``backend:cudaMallocAsync`` (whose snapshot raises by design) or a snapshot that fails: the capture's log line
+    loses its breakdown, start-up goes on."""
+    mod = memory_usage(trees, tree_name)
+    on_cuda(monkeypatch, [])
+    monkeypatch.setattr(torch.cuda, "get_allocator_backend", lambda: "cudaMallocAsync")
+    assert mod.graph_memory_held(POOL, "cuda", 0) is None
+    monkeypatch.setattr(torch.cuda, "get_allocator_backend", lambda: "native")
+
+    def broken() -> list[dict[str, Any]]:
+        raise RuntimeError("Calling snapshot with backend:cudaMallocAsync is not meaningful")
+    monkeypatch.setattr(torch.cuda, "memory_snapshot", broken)
+    assert mod.graph_memory_held(POOL, "cuda", 0) is None
+    monkeypatch.setattr(torch.cuda, "memory_snapshot", lambda: [{"device": 0}])  # a field missing
+    assert mod.graph_memory_held(POOL, "cuda", 0) is None
+
+
+@pytest.mark.parametrize("tree_name", TREES)
 def test_the_log_text_gives_both_changes_or_nothing(trees, tree_name: str) -> None:
     mod = memory_usage(trees, tree_name)
     before, after = (0, 40 * GIB), (GIB // 8, 40 * GIB + 5 * GIB // 8)
-    assert mod.describe_graph_memory_held(before, after) == " (graph pool +0.12 GB, buffers +0.62 GB)"
+    assert mod.describe_graph_memory_held(before, after) == " (graph pool grew +0.12 GB, buffers +0.62 GB)"
     assert mod.describe_graph_memory_held(None, after) == ""
     assert mod.describe_graph_memory_held(before, None) == ""
 
@@ -94,4 +113,4 @@ def test_the_target_capture_line_says_what_the_capture_kept(trees, tree_name: st
     with caplog.at_level(logging.INFO, logger="test_capture_failure"):
         setup(model_runner=target_model_runner(cap.runner_cls("target", fails=False)))
     (line,) = [r.getMessage() for r in caplog.records if "CUDA graph end" in r.getMessage()]
-    assert "mem usage=0.00 GB (graph pool +0.25 GB, buffers +0.50 GB), avail mem=10.00 GB." in line, line
+    assert "mem usage=0.00 GB (graph pool grew +0.25 GB, buffers +0.50 GB), avail mem=10.00 GB." in line, line

@@ -1,12 +1,13 @@
-# session 32, calls A and D (slim bundle with patches 0001-0039). Patch 0039 (the throughput policy moves to a longer
-# chain only when it scores 5% above the running one): the policy over steps 0 plus the K set (adaptive-ks-off.json),
+# session 32, calls A and D (slim bundle with patches 0001-0040). Patch 0039 (the throughput policy keeps the chain a
+# decision settled on unless another scores 5% above it): the policy over steps 0 plus the K set (adaptive-ks-off.json),
 # the STEPS0_VARS switches (now with 0038's 16-cycle KV deferral), plain decode first in the same process, bs 1 / 8 / 32,
 # 2 runs after a 256-token warm-up.
 # - `s32a.sh` (call A, fresh nvidia-h200, ~470 s): kimi16 with the draft wrong at 65% of positions, issue 12's
 #   accept-1.5 target ("EAGLE-3 >= no speculation at every bs where fixed K loses"). Session 31 (s31d.sh, without
 #   0039): 0.975 / 0.919 / 0.980 of plain decode, the bs-8 slot switching 20 times between steps 0 / 1 / 2 that tied
 #   within 4% (benchmark/results/20261204-1657-h200-tp1-kimi16-miss65-koff-deferred-kv/). Expected: bs 8 near its
-#   settled 0.991, bs 1 and 32 unchanged (steps 0 won there by more than 5%).
+#   settled 0.991, bs 1 and 32 unchanged (steps 0 won there by more than 5%). The adaptive states' start-up lines
+#   carry patch 0040's graph pool + buffers figures (issue 12's K-set memory).
 # - `s32a.sh acc3` (call D, warm, draws kimi16-acc3, ~330 s): where speculation pays, that the margin does not leave
 #   the slot on a short chain where a longer one pays. Session 30's fixed K 4 on this pair (benchmark/results/
 #   20261204-1439-h200-tp1-kimi16-short-stock-vs-fork/): 1.63x / 1.71x / 1.70x of the fork's plain decode.
