@@ -16,6 +16,7 @@ import pytest
 
 from benchmark.driver import collect
 from benchmark.driver.graph_memory import engines_of
+from benchmark.driver.schema import Record
 
 RESULTS = Path(__file__).resolve().parents[1] / "benchmark" / "results"
 RUN = RESULTS / "20261202-1206-h200-tp1-dense8-adaptive-ks-graph-hit-and-memory"
@@ -89,3 +90,39 @@ def test_each_adaptive_states_share_is_kept_by_step_count(logs: dict[str, str]) 
     assert spec.startup_state_gb == round(spec.graph_gb - sum(gb for _, gb in spec.states_gb), 3) > 0
     fixed = [e for e in engines_of(logs["fixed"]) if e.speculative][0]
     assert fixed.states_gb == () and fixed.startup_state_gb == fixed.graph_gb
+
+
+# Patch 0040's figures, in the order an adaptive engine logs them: the start-up captures, then each extra state's
+# captures between its begin line and its "Built" line, whose figures include theirs.
+HELD_LOG = """\
+[t] server_args=ServerArgs(model_path='m', speculative_algorithm='EAGLE3')
+[t] Capture target verify CUDA graph begin. bs=[1], avail mem=50.00 GB
+[t] Capture target verify CUDA graph end. elapsed=7.00 s, mem usage=0.74 GB (graph pool grew +0.12 GB, buffers +0.62 GB), avail mem=49.26 GB.
+[t] Capture draft decode CUDA graph end. elapsed=4.00 s, mem usage=0.09 GB (graph pool grew +0.05 GB, buffers +0.04 GB), avail mem=49.17 GB.
+[t] Build adaptive runtime state steps=7 begin.
+[t] Capture draft decode CUDA graph end. elapsed=3.00 s, mem usage=0.01 GB (graph pool grew +0.01 GB, buffers +0.00 GB), avail mem=49.16 GB.
+[t] TP1 Built adaptive runtime state steps=7: elapsed=20.00s, mem=0.90GB (graph pool grew +0.50 GB, buffers +0.40 GB)
+[t] Built adaptive runtime state steps=7: elapsed=20.00s, mem=0.17GB (graph pool grew +0.03 GB, buffers +0.10 GB)
+[t] max_total_num_tokens=10, available_gpu_mem=49.00 GB
+[t] Capture target decode CUDA graph end. elapsed=1.00 s, mem usage=0.20 GB (graph pool grew +0.20 GB, buffers +0.00 GB), avail mem=48.80 GB.
+"""
+
+
+def test_what_the_captures_kept_sums_top_level_lines_and_each_states_line() -> None:
+    """0.74 + 0.09 at start-up, the steps-7 state's 0.13 (its inner draft capture is in it, rank 1's line is not),
+    and nothing logged after the engine's captures ended."""
+    (engine,) = engines_of(HELD_LOG)
+    assert engine.held_gb == pytest.approx(0.96)
+    assert engine.graph_gb == 1.0 and engine.states_gb == ((7, 0.17),)
+
+
+def test_without_patch_0040_there_is_no_held_figure(logs: dict[str, str]) -> None:
+    assert {e.held_gb for e in engines_of(logs["ks"])} == {None}
+
+
+def test_records_of_adds_graph_held_beside_graph_memory() -> None:
+    top = Record(variant="v", config="tp1", backend="triton", mode="e2e_spec", bs=8, k=4, topk=1,
+                         metric="tokens_per_s", value=1.0, tp=1)
+    got = collect.graph_memory_records([top], engines_of(HELD_LOG))
+    assert [(r.metric, r.value, r.bs) for r in got] == [("graph_memory_gb", 1.0, 8), ("graph_held_gb", 0.96, 8)]
+

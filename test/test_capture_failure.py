@@ -135,7 +135,6 @@ def capture_decode_graph(tree: Path, gf: types.ModuleType | None) -> Callable[..
         "get_flags": lambda: SimpleNamespace(capture=SimpleNamespace(enable_torch_compile=False)),
         "get_available_gpu_memory": lambda *a, **k: 10.0,
         "get_batch_sizes_to_capture": lambda mr, width=1: ([1, 2, 4, 8], []),
-        "get_global_graph_memory_pool": lambda: None,  # patch 0040 reads it (through the heavy runner package)
         "current_platform": SimpleNamespace(is_out_of_tree=lambda: False, device_name="cuda",
                                             get_graph_runner_cls=lambda: None),
         "CPUGraphRunner": object, "NPUGraphRunner": object, "XPUGraphRunner": object,

@@ -1,4 +1,4 @@
-"""Patch 0040 (0.5.17 only): a target graph capture's log line also gives what the capture keeps.
+"""Patch 0040 (0.5.17 only): a CUDA graph capture's log line also gives what the capture keeps.
 
 "Capture target verify CUDA graph end ... mem usage=X GB" is the drop in free device memory across the capture, which
 also depends on the caching allocator's free memory before it: one H200, the same build and arguments, read 0.99 GB
@@ -12,6 +12,8 @@ writes. The release logs only the free-memory drop (its tests xfail).
 from __future__ import annotations
 
 import logging
+import sys
+import types
 from typing import Any
 
 import pytest
@@ -21,6 +23,7 @@ from sglang_trees import trees  # noqa: F401 (a fixture)
 from test_capture_failure import Capture, capture_decode_graph, target_model_runner
 
 MODULE = "sglang.srt.model_executor.graph_memory_usage"
+SHARED_POOL = "sglang.srt.model_executor.runner_utils.pool"
 TREES = ["patched", pytest.param("pristine", marks=SHOWS_THE_BUG)]
 POOL = (0, 7)
 GIB = 1 << 30
@@ -54,23 +57,36 @@ def test_the_pool_counts_its_reserved_bytes_and_the_rest_their_allocated_bytes(t
         segment((0, 0), total=2 * GIB, allocated=0),  # cached free memory: not held by anything
         segment(POOL, total=5 * GIB, allocated=5 * GIB, device=1),  # another GPU's
     ]])
-    assert mod.graph_memory_held(POOL, "cuda", 0) == (6 * GIB, 38 * GIB)
+    assert mod.graph_memory_held("cuda", 0, POOL) == (6 * GIB, 38 * GIB)
+
+
+def shared_pool(monkeypatch: pytest.MonkeyPatch, pool: tuple[int, int] | None) -> None:
+    """The process's shared graph pool, as ``runner_utils.pool`` answers it (a stand-in module: the real package
+    imports every runner)."""
+    stand_in = types.ModuleType(SHARED_POOL)
+    stand_in.get_global_graph_memory_pool = lambda: pool
+    monkeypatch.setitem(sys.modules, SHARED_POOL, stand_in)
 
 
 @pytest.mark.parametrize("tree_name", TREES)
-def test_before_the_first_capture_there_is_no_pool(trees, tree_name: str, monkeypatch) -> None:
+def test_by_default_the_shared_pool_counts_and_before_the_first_capture_there_is_none(trees, tree_name: str,
+                                                                                      monkeypatch) -> None:
     mod = memory_usage(trees, tree_name)
-    on_cuda(monkeypatch, [[segment((0, 0), total=4 * GIB, allocated=3 * GIB)]])
-    assert mod.graph_memory_held(None, "cuda", 0) == (0, 3 * GIB)
+    snapshot = [segment(POOL, total=2 * GIB, allocated=0), segment((0, 0), total=4 * GIB, allocated=3 * GIB)]
+    on_cuda(monkeypatch, [list(snapshot), list(snapshot)])
+    shared_pool(monkeypatch, None)
+    assert mod.graph_memory_held("cuda", 0) == (0, 3 * GIB)
+    shared_pool(monkeypatch, POOL)
+    assert mod.graph_memory_held("cuda", 0) == (2 * GIB, 3 * GIB)
 
 
 @pytest.mark.parametrize("tree_name", TREES)
 def test_nothing_is_read_off_cuda(trees, tree_name: str, monkeypatch) -> None:
     mod = memory_usage(trees, tree_name)
     on_cuda(monkeypatch, [])  # a snapshot would pop from an empty list
-    assert mod.graph_memory_held(POOL, "npu", 0) is None
+    assert mod.graph_memory_held("npu", 0, POOL) is None
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    assert mod.graph_memory_held(POOL, "cuda", 0) is None
+    assert mod.graph_memory_held("cuda", 0, POOL) is None
 
 
 @pytest.mark.parametrize("tree_name", TREES)
@@ -80,15 +96,15 @@ def test_an_allocator_it_cannot_read_gives_nothing_and_raises_nothing(trees, tre
     mod = memory_usage(trees, tree_name)
     on_cuda(monkeypatch, [])
     monkeypatch.setattr(torch.cuda, "get_allocator_backend", lambda: "cudaMallocAsync")
-    assert mod.graph_memory_held(POOL, "cuda", 0) is None
+    assert mod.graph_memory_held("cuda", 0, POOL) is None
     monkeypatch.setattr(torch.cuda, "get_allocator_backend", lambda: "native")
 
     def broken() -> list[dict[str, Any]]:
         raise RuntimeError("Calling snapshot with backend:cudaMallocAsync is not meaningful")
     monkeypatch.setattr(torch.cuda, "memory_snapshot", broken)
-    assert mod.graph_memory_held(POOL, "cuda", 0) is None
+    assert mod.graph_memory_held("cuda", 0, POOL) is None
     monkeypatch.setattr(torch.cuda, "memory_snapshot", lambda: [{"device": 0}])  # a field missing
-    assert mod.graph_memory_held(POOL, "cuda", 0) is None
+    assert mod.graph_memory_held("cuda", 0, POOL) is None
 
 
 @pytest.mark.parametrize("tree_name", TREES)
@@ -108,8 +124,8 @@ def test_the_target_capture_line_says_what_the_capture_kept(trees, tree_name: st
     on_cuda(monkeypatch, [[segment((0, 0), total=42 * GIB, allocated=40 * GIB)],
                           [segment((0, 0), total=42 * GIB, allocated=40 * GIB + GIB // 2),
                            segment(POOL, total=GIB // 4, allocated=0)]])
+    shared_pool(monkeypatch, POOL)
     setup = capture_decode_graph(cap.tree, cap.gf)
-    setup.__globals__["get_global_graph_memory_pool"] = lambda: POOL
     with caplog.at_level(logging.INFO, logger="test_capture_failure"):
         setup(model_runner=target_model_runner(cap.runner_cls("target", fails=False)))
     (line,) = [r.getMessage() for r in caplog.records if "CUDA graph end" in r.getMessage()]

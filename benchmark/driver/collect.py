@@ -113,7 +113,7 @@ def derive_timed_idle(records: list[Record]) -> list[Record]:
 def graph_memory_records(records: list[Record], engines: list[EngineGraphMemory]) -> list[Record]:
     """``graph_memory_gb`` of each e2e engine of one process (``graph_memory.py``), on its mode's largest batch
     size (the graphs cover every captured size at once); with adaptive states, each one's share by step count
-    and the start-up state's in ``extra``."""
+    and the start-up state's in ``extra``; and ``graph_held_gb`` beside it where the log has patch 0040's figures."""
     derived = []
     for engine in engines:
         mode = "e2e_spec" if engine.speculative else "e2e_nospec"
@@ -127,6 +127,9 @@ def graph_memory_records(records: list[Record], engines: list[EngineGraphMemory]
             extra["startup_state_gb"] = engine.startup_state_gb
         derived.append(replace(top, metric="graph_memory_gb", value=engine.graph_gb, graph=None, p20=None, p80=None, n=1,
                                extra=extra))
+        if engine.held_gb is not None:
+            derived.append(replace(top, metric="graph_held_gb", value=engine.held_gb, graph=None, p20=None, p80=None,
+                                   n=1, extra={}))
     return derived
 
 

@@ -8,6 +8,12 @@ one section per engine, each starting at a ``server_args=ServerArgs(`` line, whi
 the engine speculates. With ``--speculative-adaptive`` each extra runtime state's share is logged as
 ``Built adaptive runtime state steps=N: elapsed=..., mem=Z GB``; those are kept per step count (the start-up
 state's share is the rest). Only TP rank 0's lines count where ranks are named.
+
+With patch 0040 each capture line and each state's line also give what the capture kept, "(graph pool grew +X GB,
+buffers +Y GB)", which does not depend on the allocator's cached free memory (the free-memory figure above moved
+0.25 GB between two identical starts in session 31). ``held_gb`` sums X + Y over an engine's captures: its top-level
+capture lines and each adaptive state's line, not the capture lines inside a state's build (between "Build adaptive
+runtime state steps=N begin." and its "Built" line), which that line already includes. None without such lines.
 """
 
 from __future__ import annotations
@@ -22,6 +28,8 @@ AFTER_CAPTURES = re.compile(r"max_total_num_tokens=.*available_gpu_mem=([0-9.]+)
 SPECULATIVE = re.compile(r"speculative_algorithm='[A-Z0-9_]+'")
 RANK = re.compile(r"\bTP(\d+)\b")
 STATE_BUILT = re.compile(r"Built adaptive runtime state steps=(\d+):.*mem=([0-9.]+)\s*GB")
+STATE_BEGIN = re.compile(r"Build adaptive runtime state steps=\d+ begin")
+HELD = re.compile(r"\(graph pool grew ([+-]?[0-9.]+) GB, buffers ([+-]?[0-9.]+) GB\)")
 
 
 @dataclass(frozen=True)
@@ -30,6 +38,7 @@ class EngineGraphMemory:
     before_gb: float  # free device memory when the engine's first capture began
     after_gb: float  # free device memory once its last capture ended
     states_gb: tuple[tuple[int, float], ...] = ()  # (step count, GB) of each extra adaptive state, in log order
+    held_gb: float | None = None  # what its captures kept (patch 0040's figures), None without them
 
     @property
     def graph_gb(self) -> float:
@@ -51,19 +60,29 @@ def engines_of(log_text: str) -> list[EngineGraphMemory]:
     engines: list[EngineGraphMemory] = []
     speculative, before, after = False, None, None
     states: list[tuple[int, float]] = []
+    held: float | None = None
+    in_state = False
 
     def close() -> None:
         if before is not None and after is not None:
-            engines.append(EngineGraphMemory(speculative, before, after, tuple(states)))
+            engines.append(EngineGraphMemory(speculative, before, after, tuple(states),
+                                             None if held is None else round(held, 3)))
 
     for line in log_text.splitlines():
         if not _rank0(line):
             continue
         if ENGINE_START in line:
             close()
-            speculative, before, after, states = bool(SPECULATIVE.search(line)), None, None, []
+            speculative, before, after, states, held, in_state = bool(SPECULATIVE.search(line)), None, None, [], None, False
             continue
+        if STATE_BEGIN.search(line):
+            in_state = True
         built = STATE_BUILT.search(line)
+        kept = HELD.search(line)
+        if kept and after is None and (built or not in_state):
+            held = (held or 0.0) + float(kept.group(1)) + float(kept.group(2))
+        if built:
+            in_state = False
         if built and before is not None:
             states.append((int(built.group(1)), float(built.group(2))))
         begin = CAPTURE_BEGIN.search(line)

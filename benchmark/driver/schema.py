@@ -58,6 +58,7 @@ METRICS: dict[str, Direction] = {
     # e2e: free device memory before the engine's first CUDA-graph capture less after its last, from its log
     # (driver/graph_memory.py); on the mode's largest bs
     "graph_memory_gb": Direction.LOWER,
+    "graph_held_gb": Direction.LOWER,  # what the graphs' captures kept (patch 0040's log figures)
 }
 
 # decode/verify: the graph or eager path the runner chose; *_eager: eager forced.
