@@ -19,7 +19,7 @@ runtime state steps=N begin." and its "Built" line), which that line already inc
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ENGINE_START = "server_args=ServerArgs("
@@ -55,45 +55,51 @@ def _rank0(line: str) -> bool:
     return rank is None or rank.group(1) == "0"
 
 
+@dataclass
+class _Section:
+    """What one engine's section of the log has said so far."""
+
+    speculative: bool = False
+    before: float | None = None
+    after: float | None = None
+    states: list[tuple[int, float]] = field(default_factory=list)
+    held: float | None = None
+    in_state: bool = False  # between a state's "Build ... begin." and its "Built" line
+
+    def engine(self) -> EngineGraphMemory | None:
+        if self.before is None or self.after is None:
+            return None
+        held = None if self.held is None else round(self.held, 3)
+        return EngineGraphMemory(self.speculative, self.before, self.after, tuple(self.states), held)
+
+
 def engines_of(log_text: str) -> list[EngineGraphMemory]:
     """One entry per engine section that captured graphs, in log order."""
-    engines: list[EngineGraphMemory] = []
-    speculative, before, after = False, None, None
-    states: list[tuple[int, float]] = []
-    held: float | None = None
-    in_state = False
-
-    def close() -> None:
-        if before is not None and after is not None:
-            engines.append(EngineGraphMemory(speculative, before, after, tuple(states),
-                                             None if held is None else round(held, 3)))
-
+    sections = [_Section()]
     for line in log_text.splitlines():
         if not _rank0(line):
             continue
         if ENGINE_START in line:
-            close()
-            speculative, before, after, states, held, in_state = bool(SPECULATIVE.search(line)), None, None, [], None, False
+            sections.append(_Section(speculative=bool(SPECULATIVE.search(line))))
             continue
+        sec = sections[-1]
         if STATE_BEGIN.search(line):
-            in_state = True
+            sec.in_state = True
         built = STATE_BUILT.search(line)
         kept = HELD.search(line)
-        if kept and after is None and (built or not in_state):
-            held = (held or 0.0) + float(kept.group(1)) + float(kept.group(2))
+        if kept and sec.after is None and (built or not sec.in_state):
+            sec.held = (sec.held or 0.0) + float(kept.group(1)) + float(kept.group(2))
         if built:
-            in_state = False
-        if built and before is not None:
-            states.append((int(built.group(1)), float(built.group(2))))
+            sec.in_state = False
+        if built and sec.before is not None:
+            sec.states.append((int(built.group(1)), float(built.group(2))))
         begin = CAPTURE_BEGIN.search(line)
-        if begin and before is None:
-            before = float(begin.group(1))
+        if begin and sec.before is None:
+            sec.before = float(begin.group(1))
         done = AFTER_CAPTURES.search(line)
-        if done and before is not None:
-            after = float(done.group(1))
-    close()
-    return engines
-
+        if done and sec.before is not None:
+            sec.after = float(done.group(1))
+    return [engine for engine in (sec.engine() for sec in sections) if engine is not None]
 
 def engines_in(log: Path) -> list[EngineGraphMemory]:
     return engines_of(log.read_text(errors="replace")) if log.is_file() else []
