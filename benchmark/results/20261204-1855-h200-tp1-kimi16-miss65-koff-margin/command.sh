@@ -1,3 +1,4 @@
+# session 32 device call A (fresh host; slim bundle of commit 907b485, patches 0001-0040): bash test/gpu/queue/s32a.sh (PAIR miss65, the default) as of that commit
 # session 32, calls A and D (slim bundle with patches 0001-0040). Patch 0039 (the throughput policy keeps the chain a
 # decision settled on unless another scores 5% above it): the policy over steps 0 plus the K set (adaptive-ks-off.json),
 # the STEPS0_VARS switches (now with 0038's 16-cycle KV deferral), plain decode first in the same process, bs 1 / 8 / 32,

@@ -1,3 +1,4 @@
+# session 32 device call C (warm after calls A-B; slim bundle of commit 907b485, patches 0001-0040): bash test/gpu/queue/s32b.sh (MODE eagle3,nospec, the default) as of that commit
 # session 32, call B (was session 31's s31b.sh, not reached) (warm: kimi16-acc3 drawn; ~440 s): `bash test/gpu/queue/s32b.sh` runs both servers, EAGLE-3 first;
 # `bash test/gpu/queue/s32b.sh nospec` (or eagle3) runs one, to finish a call cut short. Issue 11: SGLang's serving
 # benchmark on kimi16 at real accept 3, with serving_bench's untimed pre-warm run (--prewarm-prompts 32), same prompts

@@ -1,3 +1,4 @@
+# session 32 device call D (warm after calls A-C; slim bundle of commit 907b485, patches 0001-0040): bash test/gpu/queue/s32c.sh as of that commit
 # session 32, call C (warm: kimi16-acc3 drawn; ~330 s). Issue 12's graph memory, the probe session 31 left
 # (benchmark/results/20261204-1702-h200-tp1-kimi16-verify-graph-memory/): the start-up line "Capture target verify CUDA
 # graph end ... mem usage" read 0.28 GB for stock and 0.74-0.99 GB for the fork (K 4, max bs 64), none of 0021 / 0007 /

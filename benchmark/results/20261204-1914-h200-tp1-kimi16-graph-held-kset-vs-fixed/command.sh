@@ -1,3 +1,4 @@
+# session 32 device calls E (warm after D; the kset invocation skipped for budget: ~283 s needed, 280 left) and E' (the same host, warm, kset alone); slim bundle of commit 907b485, patches 0001-0040: test/gpu/queue/s32e.sh as of that commit; E' ran it after: sed -i 's/for run in kset fixed; do/for run in kset; do/; s/left 280/left 370/' test/gpu/queue/s32e.sh
 # session 32, call E (warm: kimi16-acc3 drawn; ~330 s), if time is left after s32c.sh. Issue 12's K-set memory target
 # ("graph memory for the whole K set <= 1.5x the single-K graph memory of stock at the same max bs") on patch 0040's
 # allocator-proof figure: the fork with the adaptive K set (adaptive-ks.json, K 2/3/4/6/8) and the fork at fixed K 4,
