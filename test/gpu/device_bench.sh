@@ -13,7 +13,7 @@
 # ALL3_VARS, ALL3_BF16_VARS and KV_ONLY_VAR (the same switches by name, for any variant:
 # variant_env NAME $ALL3_BF16_VARS $KV_ONLY_VAR SGLANG_SPEC_STEPS0_AS_DECODE; ALL3 and BF16 are made with it),
 # S0_KIMI and STEPS0_VARS (server args holding every kimi16 batch size at steps 0, and a steps-0 cycle's switches),
-# and draw, summ and pack.
+# and draw, stock_held_site, summ and pack.
 # Habits: write every call's script before the first call, and issue the next one within 30 s of a reply (the host
 # is given back after ~30 s idle: a fresh one redraws its models). For kimi runs build the bundle with
 # --jit-cache build/cache/jit/sm90 (docs/bundle.md; made on the CPU machine by test/gpu/build_jit_cache.sh, ~5 min,
@@ -51,6 +51,16 @@ KOFF="{\"speculative_adaptive\": true, \"speculative_adaptive_config\": \"$PWD/b
 S0_KIMI="{\"speculative_adaptive\": true, \"speculative_adaptive_config\": \"$PWD/benchmark/configs/adaptive-steps0.json\", \"mem_fraction_static\": 0.65, \"cuda_graph_max_bs_decode\": 32}"
 STEPS0_VARS="$ALL3_BF16_VARS $KV_ONLY_VAR SGLANG_SPEC_STEPS0_AS_DECODE SGLANG_SPEC_KV_ONLY_DEFER_CYCLES=16"
 SKIP0="--variant-env all3:SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND=1"  # steps 0 without its draft extend (draft KV left behind)
+stock_held_site() {  # echo a copy of the stock site with patch 0040's logging alone, made once per host
+  # (benchmark/patches/stock-graph-memory-held.patch): a variant on it reads stock's graph_held_gb
+  local site=/tmp/site-stock-held stock=${SGLANG_FASTPATH_SITE_STOCK:-/tmp/site-stock}
+  local patch=$PWD/benchmark/patches/stock-graph-memory-held.patch
+  if [ ! -f $site/.held-patch ]; then
+    rm -rf $site && cp -a $stock $site && (cd $site && { git apply -p2 "$patch" || patch -s -p2 < "$patch"; }) && touch $site/.held-patch \
+      || { say "stock_held_site: could not patch a copy of $stock"; return 1; }
+  fi
+  echo $site
+}
 draw() {  # NAME ARGS...: draw a model pair into $M/NAME unless it is there
   local n=$1; shift
   [ -f "$M/$n/target/config.json" ] || python3 -m sglang_fastpath models "$@" --device cuda --out "$M/$n" > "$L/draw-$n.log" 2>&1

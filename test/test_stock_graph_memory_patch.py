@@ -1,0 +1,48 @@
+"""benchmark/patches/stock-graph-memory-held.patch: patch 0040's logging alone, applied to stock 0.5.17 on the device
+so that a benchmark reads stock's graph memory by the same count as the fork's."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from sglang_fastpath.paths import patches_dir
+from sglang_trees import trees  # noqa: F401 (a fixture)
+
+STOCK_PATCH = Path(__file__).resolve().parents[1] / "benchmark" / "patches" / "stock-graph-memory-held.patch"
+
+
+def _changed_files(patch: str) -> list[str]:
+    return [line.split(" b/", 1)[1] for line in patch.splitlines() if line.startswith("diff --git ")]
+
+
+def _added(patch: str) -> list[str]:
+    return [line[1:] for line in patch.splitlines() if line.startswith("+") and not line.startswith("+++")]
+
+
+def test_adds_only_lines_of_patch_0040() -> None:
+    (p0040,) = patches_dir().glob("0040-*.patch")
+    ours = set(_added(p0040.read_text()))
+    stock = _added(STOCK_PATCH.read_text())
+    assert stock, "the stock patch adds nothing"
+    assert [line for line in stock if line not in ours] == []
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_applies_to_a_stock_site(trees, tmp_path: Path) -> None:
+    """Applied as the device does it: from a site's root (sglang/...), strip a/python/."""
+    text = STOCK_PATCH.read_text()
+    for rel in _changed_files(text):
+        src = trees.pristine / rel
+        dest = tmp_path / Path(rel).relative_to("python")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(src, dest)
+    subprocess.run(["git", "apply", "-p2", str(STOCK_PATCH)], cwd=tmp_path, check=True)
+    usage = (tmp_path / "sglang/srt/model_executor/graph_memory_usage.py").read_text()
+    assert "def graph_memory_held(" in usage and "def describe_graph_memory_held(" in usage
+    worker = (tmp_path / "sglang/srt/speculative/eagle_worker_v2.py").read_text()
+    assert worker.count("describe_graph_memory_held(") >= 3  # draft decode, draft extend, adaptive state
+    compile(worker, "eagle_worker_v2.py", "exec")
