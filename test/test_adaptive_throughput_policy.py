@@ -597,6 +597,23 @@ def test_the_k_set_benchmark_config_explores_issue_12s_draft_lengths_at_every_ba
         assert [s + 1 for s in slot.candidate_steps] == [2, 3, 4, 6, 8] and bs * 8 <= 512
 
 
+# The decode batch sizes SGLang 0.5.17 captures with graphs to bs 64 (rank 0's start-up log of a kimi16 K-set run).
+GRAPH_BS_TO_64 = [*range(1, 9), *range(10, 33, 2), 40, 44, 48, 52, 56, 60, 64]
+
+
+def test_the_row_budget_config_keeps_every_state_s_graphs_within_fixed_k_4s_rows(asp) -> None:
+    """benchmark/configs/adaptive-ks-rows256.json: the K set with K 6 and 8 only where bs x K <= 256, the rows a
+    fixed K 4 verifies at bs 64; patch 0016 captures each state only at the batch sizes routed to it, so no K-set
+    graph needs larger temporaries than fixed K 4's. Small batches keep the whole K set."""
+    params = asp.AdaptiveSpeculativeParams(initial_steps=3, cfg_path=str(CONFIGS / "adaptive-ks-rows256.json"))
+    params.set_cuda_graph_bs(GRAPH_BS_TO_64)
+    rows = {steps: (steps + 1) * max(params.cuda_graph_bs_for_step(steps)) for steps in (1, 2, 3, 5, 7)}
+    assert rows == {1: 128, 2: 192, 3: 256, 5: 192, 7: 256}
+    assert [s + 1 for s in params._route(32).candidate_steps] == [2, 3, 4, 6, 8]
+    for bs in (33, 40, 64):
+        assert [s + 1 for s in params._route(bs).candidate_steps] == [2, 3, 4]
+
+
 def test_the_k_set_with_speculation_off_config_adds_steps_0_to_the_k_set(asp) -> None:
     """benchmark/configs/adaptive-ks-off.json: the K set above plus steps 0 (speculation turned down), so the
     throughput policy can choose no drafts where every K loses to plain decode (issue 12, accept ~1.5)."""
@@ -610,7 +627,14 @@ def test_the_k_set_with_speculation_off_config_adds_steps_0_to_the_k_set(asp) ->
 
 
 @pytest.mark.parametrize(
-    "name", ["adaptive-throughput.json", "adaptive-steps0.json", "adaptive-ks.json", "adaptive-ks-off.json"]
+    "name",
+    [
+        "adaptive-throughput.json",
+        "adaptive-steps0.json",
+        "adaptive-ks.json",
+        "adaptive-ks-off.json",
+        "adaptive-ks-rows256.json",
+    ],
 )
 def test_every_shipped_config_lets_the_benchmark_start_at_k_4(asp, name: str) -> None:
     """The server refuses to start unless its starting --speculative-num-steps is in the union of the

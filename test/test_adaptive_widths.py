@@ -15,7 +15,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from sglang_trees import SHOWS_THE_BUG, load_defs, source
+from sglang_trees import SHOWS_THE_BUG, TreeImporter, load_defs, source
 from sglang_trees import trees  # noqa: F401 (a fixture)
 
 SPEC_UTILS = "sglang.srt.speculative.spec_utils"
@@ -57,13 +57,15 @@ class FakeRunner:
 
     def __init__(self, widest: int) -> None:
         self.server_args = SimpleNamespace(speculative_num_draft_tokens=STARTUP_WIDTH,
-                                           max_speculative_num_draft_tokens=widest)
+                                           max_speculative_num_draft_tokens=widest,
+                                           speculative_adaptive=False)  # no row bound (patch 0041)
 
     def decode_num_tokens_per_req(self, *, num_draft_tokens: int | None = None) -> int:
         return STARTUP_WIDTH if num_draft_tokens is None else num_draft_tokens
 
 
 def logits_rows(tree: Path, widest: int) -> int:
+    TreeImporter.use(tree)  # 0041's max_graph_rows comes from the tree's adaptive_spec_params
     rows = load_defs(source(tree, MODEL_RUNNER), ["ModelRunner.max_decode_logits_rows"],
                      extra={"get_batch_sizes_to_capture": lambda runner, width=1: (CAPTURE_BS, [])})
     return rows["ModelRunner.max_decode_logits_rows"](FakeRunner(widest))

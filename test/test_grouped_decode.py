@@ -374,7 +374,7 @@ def _model_runner(is_draft_worker: bool) -> types.SimpleNamespace:
     args = types.SimpleNamespace(triton_attention_num_kv_splits=8, enable_deterministic_inference=False,
                                  triton_attention_split_tile_size=None, chunked_prefill_size=8192,
                                  max_speculative_num_draft_tokens=4, enable_two_batch_overlap=False,
-                                 enable_pdmux=False)
+                                 enable_pdmux=False, speculative_adaptive=False, cuda_graph_config=None)
     return types.SimpleNamespace(
         req_to_token_pool=types.SimpleNamespace(size=4, req_to_token=torch.zeros(4, 16, dtype=torch.int32)),
         sliding_window_size=None, token_to_kv_pool=pool, token_to_kv_pool_allocator=object(), page_size=1,
