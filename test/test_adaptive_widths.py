@@ -58,7 +58,8 @@ class FakeRunner:
     def __init__(self, widest: int) -> None:
         self.server_args = SimpleNamespace(speculative_num_draft_tokens=STARTUP_WIDTH,
                                            max_speculative_num_draft_tokens=widest,
-                                           speculative_adaptive=False)  # no row bound (patch 0041)
+                                           speculative_adaptive=False,  # no row bound (patch 0041)
+                                           cuda_graph_config=SimpleNamespace(decode=SimpleNamespace(bs=CAPTURE_BS)))
 
     def decode_num_tokens_per_req(self, *, num_draft_tokens: int | None = None) -> int:
         return STARTUP_WIDTH if num_draft_tokens is None else num_draft_tokens

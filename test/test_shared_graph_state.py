@@ -46,7 +46,7 @@ def attn_backend(init: Callable[..., None], shared: bool, draft: bool = False, s
         num_head=HEADS, max_kv_splits=SPLITS, v_head_dim=HEAD_DIM, swa_v_head_dim=None, device="cpu",
         max_context_len=CONTEXT, is_draft_runner=draft, skip_prefill=skip_prefill, num_draft_tokens=4,
         sliding_window_size=None, use_sliding_window_kv_pool=False, _translate_kv_loc=None,
-        share_graph_state=shared, max_graph_rows_per_req=K_MAX, max_graph_rows=None,
+        share_graph_state=shared, max_graph_rows_per_req=K_MAX, max_graph_rows=lambda max_bs: None,
     )
     b.init_cuda_graph_state = init.__get__(b)
     return b
