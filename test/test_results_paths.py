@@ -4,10 +4,12 @@ and its CLI sanitizes existing folders in place."""
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -101,17 +103,67 @@ def test_driver_command_and_env_are_portable(monkeypatch: pytest.MonkeyPatch, tm
     assert record["environment"] == {"PYTHONPATH": "."}
 
 
-def test_cli_sanitizes_a_folder_in_its_own_json_layout(tmp_path: Path) -> None:
+def test_cli_sanitizes_a_folder_in_its_own_json_layout(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     folder = tmp_path / "run"
     (folder / "sub").mkdir(parents=True)
     env = {"host": {"executable": PY}, "environment": {"PATH": f"{VENV}/bin", "PYTHONPATH": f"/tmp/s:{ROOT}/python"}}
     (folder / "env.json").write_text(json.dumps(env, indent=1) + "\n")
     (folder / "sub" / "pytest.txt").write_text(f"rootdir: {ROOT}\n")
     (folder / "clean.txt").write_text("nothing here\n")
-    (folder / "raw.tar.gz").write_bytes(b"\x1f\x8b" + ROOT.encode())
+    (folder / "raw.tar.gz").write_bytes(b"\x1f\x8b" + ROOT.encode())  # not a readable archive
     assert portable_mod.main(["--repo-root", ROOT, "--python", PY, "--out", OUT, str(folder)]) == 0
+    assert "raw.tar.gz: left as it is, not a readable .tar.gz" in capsys.readouterr().err
     assert (folder / "env.json").read_text() == json.dumps(
         {"host": {"executable": "python3"}, "environment": {"PYTHONPATH": "/tmp/s:python"}}, indent=1) + "\n"
     assert (folder / "sub" / "pytest.txt").read_text() == "rootdir: .\n"
     assert (folder / "raw.tar.gz").read_bytes() == b"\x1f\x8b" + ROOT.encode()
     assert not portable_file(folder / "env.json", ROOT, PY, venv=VENV, out=OUT)  # already portable
+
+
+def _archive_texts(path: Path):
+    """(member name, text) of each UTF-8 text member (``portable.TEXT_SUFFIXES``) of a ``.tar.gz``."""
+    with tarfile.open(path, "r:gz") as archive:
+        for member in archive.getmembers():
+            if member.isfile() and Path(member.name).suffix in portable_mod.TEXT_SUFFIXES:
+                try:
+                    yield member.name, archive.extractfile(member).read().decode()
+                except UnicodeDecodeError:
+                    continue
+
+
+def test_no_committed_results_archive_holds_a_machine_path_in_its_text() -> None:
+    listed = subprocess.run(["git", "-C", str(REPO), "ls-files", "-z", "--", "benchmark/results/*.tar.gz"],
+                            capture_output=True, text=True, check=True).stdout.split("\0")
+    offenders = []
+    for name in filter(None, listed):
+        for member, text in _archive_texts(REPO / name):
+            found = sorted(set(MACHINE_PATH.findall(text)))
+            if found:
+                offenders.append(f"{name}:{member}: {' '.join(found)}")
+    assert offenders == [], ("absolute machine paths in committed results archives; sanitize the folder with "
+                             "python -m benchmark.driver.portable --repo-root R --python P --out O --home H FOLDER:\n"
+                             + "\n".join(offenders[:40]))
+
+
+def test_portable_archive_rewrites_text_members_and_keeps_the_rest(tmp_path: Path) -> None:
+    archive = tmp_path / "raw.tar.gz"
+    members = {"logs/e2e.log": f"cd {ROOT} && {PY} -m x --out {OUT}/bench\n".encode(),
+               "raw/a.jsonl": f'{{"site": "{ROOT}/python"}}\n'.encode(),
+               "raw/blob.bin": f"{ROOT}/kept".encode(), "logs/latin1.log": f"{ROOT} \xe9".encode("latin-1")}
+    with tarfile.open(archive, "w:gz") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), 0o640
+            tar.addfile(info, io.BytesIO(data))
+    assert portable_mod.portable_archive(archive, **PATHS)
+    with tarfile.open(archive, "r:gz") as tar:
+        got = {m.name: (tar.extractfile(m).read(), m.mode) for m in tar.getmembers()}
+    assert got["logs/e2e.log"] == (b"cd . && python3 -m x --out $OUT/bench\n", 0o640)
+    assert got["raw/a.jsonl"][0] == b'{"site": "python"}\n'
+    assert got["raw/blob.bin"][0] == members["raw/blob.bin"]  # not a text member
+    assert got["logs/latin1.log"][0] == members["logs/latin1.log"]  # not UTF-8: left as it is
+    assert not portable_mod.portable_archive(archive, **PATHS)  # nothing left to rewrite
+
+
+def test_portable_writes_the_home_folder_as_a_tilde() -> None:
+    assert portable("/srv/home/u/.cache/tvm-ffi x", **PATHS, home="/srv/home/u") == "~/.cache/tvm-ffi x"
