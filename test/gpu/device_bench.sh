@@ -83,7 +83,12 @@ switches() {  # the adaptive slots' decisions and state builds of every process 
   for d in "$BB"/*/logs; do echo "== $d"; grep -h "Switch adaptive\|Adaptive throughput slot\|Built adaptive" "$d"/*.log \
     | sed 's/^\[[^]]*\] //' | head -200; done > "$BB/switches.txt"
 }
-pack() {  # NAME: the benchmark folders and logs into $OUT/NAME.tgz (8 files come back at most)
-  summ > "$OUT/$1-summary.txt" 2>&1; switches; cp -r "$L" "$BB/" 2>/dev/null; tar czf "$OUT/$1.tgz" -C "$BB" . 2>/dev/null
+pack() {  # NAME: the benchmark folders and logs into $OUT/NAME.tgz (8 files come back at most), without this
+  # host's paths (the checkout, the venv, $OUT, home: benchmark/driver/portable.py, as a results folder must be)
+  summ > "$OUT/$1-summary.txt" 2>&1; switches; cp -r "$L" "$BB/" 2>/dev/null
+  python3 -m benchmark.driver.portable --repo-root "$PWD" --python "$(command -v python3)" \
+    --venv "$(python3 -c 'import sys; print(sys.prefix)')" --out "$OUT" --home "$HOME" "$BB" > /dev/null 2>&1 \
+    || say "pack: portable failed; the folders keep this host's paths"
+  tar czf "$OUT/$1.tgz" -C "$BB" . 2>/dev/null
   cat "$OUT/$1-summary.txt"
 }
