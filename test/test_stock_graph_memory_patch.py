@@ -3,8 +3,10 @@ so that a benchmark reads stock's graph memory by the same count as the fork's."
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -46,3 +48,23 @@ def test_applies_to_a_stock_site(trees, tmp_path: Path) -> None:
     worker = (tmp_path / "sglang/srt/speculative/eagle_worker_v2.py").read_text()
     assert worker.count("describe_graph_memory_held(") >= 3  # draft decode, draft extend, adaptive state
     compile(worker, "eagle_worker_v2.py", "exec")
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_the_carried_files_are_the_patched_stock_files(trees, tmp_path: Path) -> None:
+    """test/gpu/stock_held_files.sh writes, for .carry, the files the device's stock_held_site copies over a copy of
+    the stock site (the device may lack git and patch): the pristine files with the patch applied, nothing else."""
+    repo = STOCK_PATCH.parents[2]
+    out = tmp_path / "carried"
+    subprocess.run(["bash", str(repo / "test/gpu/stock_held_files.sh"), str(out)], cwd=repo, check=True,
+                   env={**os.environ, "PYTHON": sys.executable}, capture_output=True)
+    text = STOCK_PATCH.read_text()
+    expected = tmp_path / "expected"
+    for rel in _changed_files(text):
+        dest = expected / Path(rel).relative_to("python")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(trees.pristine / rel, dest)
+    subprocess.run(["git", "apply", "-p2", str(STOCK_PATCH)], cwd=expected, check=True)
+    carried = sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file())
+    assert carried == sorted(p.relative_to(expected) for p in expected.rglob("*") if p.is_file())
+    assert all((out / p).read_bytes() == (expected / p).read_bytes() for p in carried)

@@ -52,12 +52,17 @@ S0_KIMI="{\"speculative_adaptive\": true, \"speculative_adaptive_config\": \"$PW
 STEPS0_VARS="$ALL3_BF16_VARS $KV_ONLY_VAR SGLANG_SPEC_STEPS0_AS_DECODE SGLANG_SPEC_KV_ONLY_DEFER_CYCLES=16"
 SKIP0="--variant-env all3:SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND=1"  # steps 0 without its draft extend (draft KV left behind)
 stock_held_site() {  # echo a copy of the stock site with patch 0040's logging alone, made once per host
-  # (benchmark/patches/stock-graph-memory-held.patch): a variant on it reads stock's graph_held_gb
+  # (benchmark/patches/stock-graph-memory-held.patch): a variant on it reads stock's graph_held_gb. Its files come
+  # patched from .carry/stock-held (test/gpu/stock_held_files.sh, run before the call), else git or patch here.
   local site=/tmp/site-stock-held stock=${SGLANG_FASTPATH_SITE_STOCK:-/tmp/site-stock}
-  local patch=$PWD/benchmark/patches/stock-graph-memory-held.patch
+  local patch=$PWD/benchmark/patches/stock-graph-memory-held.patch carried=$PWD/.carry/stock-held/sglang
   if [ ! -f $site/.held-patch ]; then
-    rm -rf $site && cp -a $stock $site && (cd $site && { git apply -p2 "$patch" || patch -s -p2 < "$patch"; }) && touch $site/.held-patch \
-      || { say "stock_held_site: could not patch a copy of $stock"; return 1; }
+    rm -rf $site && cp -a $stock $site || { say "stock_held_site: could not copy $stock"; return 1; }
+    if [ -d "$carried" ]; then
+      cp -r "$carried/." $site/sglang/
+    else
+      (cd $site && { git apply -p2 "$patch" || patch -s -p2 < "$patch"; })
+    fi && touch $site/.held-patch || { say "stock_held_site: could not patch $site"; return 1; }
   fi
   echo $site
 }

@@ -3,9 +3,10 @@
 # needs stock's figure by the count the fork's is read by. Session 32 found stock's free-memory drop cannot give it
 # (0.07 GB for its verify capture under expandable segments, 0.28 GB without, against the fork's 0.69 GB kept:
 # benchmark/results/20261204-1909-h200-tp1-kimi16-verify-graph-memory-expandable/). Here `stockheld` is stock 0.5.17
-# with patch 0040's logging alone (benchmark/patches/stock-graph-memory-held.patch, applied to a copy of the stock
-# site), beside the fork as it installs; fixed K 4, graphs to bs 64, bs 64, 64 new tokens, 1 run. Expected from the
-# code: both near 1.00 GB (`graph_held_gb`). The K set's 1.56 GB (session 32) is then divided by stock's figure.
+# with patch 0040's logging alone (benchmark/patches/stock-graph-memory-held.patch; its patched files carried in
+# .carry/stock-held by test/gpu/stock_held_files.sh, run before the call, copied over a copy of the stock site),
+# beside the fork as it installs; fixed K 4, graphs to bs 64, bs 64, 64 new tokens, 1 run. Expected from the code:
+# both near 1.00 GB (`graph_held_gb`). The K set's 1.56 GB (session 32) is then divided by stock's figure.
 set -uo pipefail
 [ -d /tmp/site-fork/sglang ] && export FASTPATH_PREFLIGHT_DONE=1
 source test/gpu/device_bench.sh; rm -rf $BB/*
