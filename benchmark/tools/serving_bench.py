@@ -65,7 +65,6 @@ SPEC_ARGS = ["--speculative-algorithm", "EAGLE3", "--speculative-num-steps", "3"
              "--speculative-num-draft-tokens", "4"]
 BASE_ARGS = ["--attention-backend", "triton", "--sampling-backend", "pytorch", "--grammar-backend", "none"]
 STUBS = Path(__file__).resolve().parent / "serving_stubs"  # a stand-in ``datasets`` package for the client
-BENCH_MODULE = "sglang.benchmark.serving"
 CLIENT = "benchmark.tools.serving_client"  # the persistent benchmark client, one process per mode
 REPO = Path(__file__).resolve().parents[2]
 TAIL_LINES = 15
@@ -97,21 +96,16 @@ PREWARM_OUTPUT_LEN = 32
 PREWARM_SEED_OFFSET = 1000  # pre-warm prompts differ from every timed prompt
 
 
-def bench_command(port: int, model: str, concurrency: int, input_len: int, output_len: int, seed: int,
-                  out_file: Path, prompts: int | None = None) -> list[str]:
-    """The command of one point as a process of its own would run it; ``BenchClient`` runs what follows
-    ``-m sglang.benchmark.serving`` (``bench_argv``) in-process."""
-    return [sys.executable, "-m", BENCH_MODULE, "--backend", "sglang", "--host", "127.0.0.1",
+def bench_args(port: int, model: str, concurrency: int, input_len: int, output_len: int, seed: int,
+               out_file: Path, prompts: int | None = None) -> list[str]:
+    """One point's arguments of SGLang's benchmark (what follows ``-m sglang.benchmark.serving``), which
+    ``BenchClient`` runs in-process."""
+    return ["--backend", "sglang", "--host", "127.0.0.1",
             "--port", str(port), "--model", model, "--tokenizer", model, "--dataset-name", "random-ids",
             "--random-input-len", str(input_len), "--random-output-len", str(output_len),
             "--random-range-ratio", "1", "--num-prompts", str(prompts or prompts_for(concurrency)),
             "--max-concurrency", str(concurrency), "--seed", str(seed), "--disable-tqdm",
             "--warmup-requests", str(concurrency), "--output-file", str(out_file)]
-
-
-def bench_argv(cmd: list[str]) -> list[str]:
-    """The arguments of ``BENCH_MODULE`` in ``bench_command``'s ``cmd``."""
-    return cmd[cmd.index(BENCH_MODULE) + 1:]
 
 
 def datasets_importable(env: dict[str, str]) -> bool:
@@ -313,10 +307,10 @@ def run_mode(mode: str, args: argparse.Namespace, out: Path, bench_env: dict[str
                             args.prewarm_prompts, "prewarm"))
         for concurrency, output_len, seed, prompts, tag in runs:
             out_file = out / f"serving-{mode}-{tag}.jsonl"
-            cmd = bench_command(port, str(pair.target), concurrency, args.input_len, output_len, seed, out_file,
-                                prompts)
+            argv = bench_args(port, str(pair.target), concurrency, args.input_len, output_len, seed, out_file,
+                              prompts)
             log_path = out / f"bench-{mode}-{tag}.log"
-            returncode, stalls = run_client(client, bench_argv(cmd), log_path, args.point_timeout_s, watch)
+            returncode, stalls = run_client(client, argv, log_path, args.point_timeout_s, watch)
             point = replace(read_point(mode, concurrency, out_file), stalls=stalls, prewarm=tag == "prewarm")
             if returncode != 0 and point.error is None:
                 point = replace(point, error=f"benchmark exited {returncode}")
