@@ -23,15 +23,14 @@ import pytest
 import torch
 from sglang_trees import SHOWS_THE_BUG, TreeImporter, load_defs, source
 from sglang_trees import trees  # noqa: F401 (a fixture)
+from test_adaptive_throughput_policy import CONFIGS
+from test_adaptive_throughput_policy import GRAPH_BS_TO_64 as GRAPH_BS
 from test_shared_graph_state import HEAD_DIM, HEADS, SPLITS, attn_backend, loaded, storage
 
 MODULE = "sglang.srt.speculative.adaptive_spec_params"
 MODEL_RUNNER = "sglang.srt.model_executor.model_runner"
 BASE_RUNNER = "sglang.srt.model_executor.runner.base_cuda_graph_runner"
-CONFIGS = Path(__file__).resolve().parents[1] / "benchmark" / "configs"
-# The decode batch sizes SGLang 0.5.17 captures with graphs to bs 64 (a kimi16 K-set run's start-up log), and a
-# list to 256 in the same steps.
-GRAPH_BS = [*range(1, 9), *range(10, 33, 2), 40, 44, 48, 52, 56, 60, 64]
+# A list of graph batch sizes to 256 in the steps SGLang 0.5.17 uses to 64 (GRAPH_BS).
 GRAPH_BS_256 = [*range(1, 9), *range(10, 33, 2), *range(40, 257, 8)]
 PATCHED_0517 = ["patched", pytest.param("pristine", marks=SHOWS_THE_BUG)]
 LAYOUTS = {  # besides the shipped configs: slots whose candidates do not shrink with bs (a review's case)
