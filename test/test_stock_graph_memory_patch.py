@@ -33,16 +33,21 @@ def test_adds_only_lines_of_patch_0040() -> None:
     assert [line for line in stock if line not in ours] == []
 
 
+def patched_stock_files(pristine: Path, site: Path) -> Path:
+    """The pristine files the patch touches, copied under ``site`` as a site holds them (``sglang/...``), and the
+    patch applied as the device can: from the site's root, stripping ``a/python/``. Returns ``site``."""
+    for rel in _changed_files(STOCK_PATCH.read_text()):
+        dest = site / Path(rel).relative_to("python")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(pristine / rel, dest)
+    subprocess.run(["git", "apply", "-p2", str(STOCK_PATCH)], cwd=site, check=True)
+    return site
+
+
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 def test_applies_to_a_stock_site(trees, tmp_path: Path) -> None:
     """Applied as the device does it: from a site's root (sglang/...), strip a/python/."""
-    text = STOCK_PATCH.read_text()
-    for rel in _changed_files(text):
-        src = trees.pristine / rel
-        dest = tmp_path / Path(rel).relative_to("python")
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(src, dest)
-    subprocess.run(["git", "apply", "-p2", str(STOCK_PATCH)], cwd=tmp_path, check=True)
+    patched_stock_files(trees.pristine, tmp_path)
     usage = (tmp_path / "sglang/srt/model_executor/graph_memory_usage.py").read_text()
     assert "def graph_memory_held(" in usage and "def describe_graph_memory_held(" in usage
     worker = (tmp_path / "sglang/srt/speculative/eagle_worker_v2.py").read_text()
@@ -58,13 +63,7 @@ def test_the_carried_files_are_the_patched_stock_files(trees, tmp_path: Path) ->
     out = tmp_path / "carried"
     subprocess.run(["bash", str(repo / "test/gpu/stock_held_files.sh"), str(out)], cwd=repo, check=True,
                    env={**os.environ, "PYTHON": sys.executable}, capture_output=True)
-    text = STOCK_PATCH.read_text()
-    expected = tmp_path / "expected"
-    for rel in _changed_files(text):
-        dest = expected / Path(rel).relative_to("python")
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(trees.pristine / rel, dest)
-    subprocess.run(["git", "apply", "-p2", str(STOCK_PATCH)], cwd=expected, check=True)
+    expected = patched_stock_files(trees.pristine, tmp_path / "expected")
     carried = sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file())
     assert carried == sorted(p.relative_to(expected) for p in expected.rglob("*") if p.is_file())
     assert all((out / p).read_bytes() == (expected / p).read_bytes() for p in carried)
