@@ -101,5 +101,6 @@ def engines_of(log_text: str) -> list[EngineGraphMemory]:
             sec.after = float(done.group(1))
     return [engine for engine in (sec.engine() for sec in sections) if engine is not None]
 
+
 def engines_in(log: Path) -> list[EngineGraphMemory]:
     return engines_of(log.read_text(errors="replace")) if log.is_file() else []

@@ -142,8 +142,9 @@ def portable_archive(path: Path, **paths: Any) -> bool:
             continue
         new = portable_text(text, Path(member.name).suffix, **paths)
         if new != text:
-            member.size = len(new.encode())
-            members[i] = (member, new.encode())
+            data = new.encode()
+            member.size = len(data)
+            members[i] = (member, data)
             changed = True
     if not changed:
         return False
