@@ -1,15 +1,15 @@
-"""Patch 0041 (0.5.17 only): the shared CUDA-graph buffers hold the rows adaptive speculation captures.
+"""Patch 0041 (0.5.17 only): the shared logits buffer holds the rows adaptive speculation captures.
 
-With ``--speculative-adaptive`` the shared logits buffer and the Triton backend's shared split-KV
-partials were sized for the widest candidate at the largest captured batch size
-(``max_speculative_num_draft_tokens`` x max bs: K 8 x bs 64 = 512 rows on kimi16), though patch 0016
-captures each candidate's graphs only at the batch sizes its slots route to it. A config that keeps K 6
+With ``--speculative-adaptive`` the shared logits buffer was sized for the widest candidate at the largest
+captured batch size (``max_speculative_num_draft_tokens`` x max bs: K 8 x bs 64 = 512 rows on kimi16),
+though patch 0016 captures each candidate's graphs only at the batch sizes its slots route to it. A config that keeps K 6
 and K 8 to bs <= 32 (``benchmark/configs/adaptive-ks-rows256.json``) captures no graph wider than 256
-rows, fixed K 4's at bs 64, yet kept the 512-row buffers (session 32: +0.32 GB on kimi16). Here
+rows, fixed K 4's at bs 64, yet kept the 512-row buffer (session 32: 168 MB in bf16 on kimi16). Here
 ``max_graph_rows`` (the patched tree's ``adaptive_spec_params``) must equal the widest graph the states
 capture by 0.5.17's own ``get_batch_sizes_to_capture`` and slot routing, for the shipped configs and
-other slot layouts, request pools and graph lists; both buffers' sizing runs on stand-ins. The pristine
-release sizes otherwise: those checks fail there.
+other slot layouts, request pools and graph lists; the buffer's sizing runs on a stand-in. The pristine
+release sizes otherwise: those checks fail there. (The Triton backend's split-KV partials, which 0041 first
+also sized by these rows, are sized for decode rows by patch 0042: test_decode_partials_rows.py.)
 """
 
 from __future__ import annotations
@@ -20,12 +20,10 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-import torch
 from sglang_trees import SHOWS_THE_BUG, TreeImporter, load_defs, source
 from sglang_trees import trees  # noqa: F401 (a fixture)
 from test_adaptive_throughput_policy import CONFIGS
 from test_adaptive_throughput_policy import GRAPH_BS_TO_64 as GRAPH_BS
-from test_shared_graph_state import HEAD_DIM, HEADS, SPLITS, attn_backend, loaded, storage
 
 MODULE = "sglang.srt.speculative.adaptive_spec_params"
 MODEL_RUNNER = "sglang.srt.model_executor.model_runner"
@@ -148,23 +146,3 @@ def test_the_shared_logits_buffer_holds_the_rows_the_states_capture(trees, tmp_p
     assert logits_rows(FakeRunner(args)) == rows_captured(patched, asp, args, max_requests)
     TreeImporter.use(tree)
     assert logits_rows(FakeRunner(server_args(None, adaptive=False))) == 4 * max(start_bs)
-
-
-@pytest.mark.parametrize("tree_name", PATCHED_0517)
-def test_the_shared_split_kv_partials_hold_the_rows_the_states_capture(trees, tree_name: str) -> None:
-    """The start-up K-4 verify at bs 64 sizes the shared partials; the K-8 state, captured to bs 32 only,
-    then reuses them. Without a bound (None) they are sized for K 8 at bs 64, as before."""
-    tree, row = trees.get(tree_name), HEADS * SPLITS * HEAD_DIM
-    for bound, expected_rows in ((256, 256), (None, 512)):
-        buffers: dict = {}
-        init = loaded(tree, "TritonAttnBackend.init_cuda_graph_state", buffers)
-        backends = []
-        for max_bs, k in ((64, 4), (32, 8)):
-            b = attn_backend(init, shared=True)
-            b.max_graph_rows = lambda _max_bs, bound=bound: bound
-            b.init_cuda_graph_state(max_bs, max_bs * k)
-            backends.append(b)
-        partials = buffers.get("triton_graph_state", {}).get(("attn_logits", HEADS, SPLITS, HEAD_DIM))
-        assert partials is not None, "no shared split-KV partials"
-        assert partials.numel() == expected_rows * row
-        assert storage(backends[0].cuda_graph_attn_logits) == storage(backends[1].cuda_graph_attn_logits)

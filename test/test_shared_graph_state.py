@@ -40,10 +40,12 @@ def loaded(tree: Path, name: str, buffers: dict) -> Callable[..., None]:
     return load_defs(source(tree, BACKEND), names, extra=extra)[name]
 
 
-def attn_backend(init: Callable[..., None], shared: bool, draft: bool = False, skip_prefill: bool = False) -> Any:
-    """A stand-in ``TritonAttnBackend`` with the fields ``init_cuda_graph_state`` reads."""
+def attn_backend(init: Callable[..., None], shared: bool, draft: bool = False, skip_prefill: bool = False,
+                 topk: int = 0) -> Any:
+    """A stand-in ``TritonAttnBackend`` with the fields ``init_cuda_graph_state`` reads. ``topk`` 0 (no EAGLE
+    topk) keeps the split-KV partials at the runner's max_num_tokens rows, as before patch 0042."""
     b = SimpleNamespace(
-        num_head=HEADS, max_kv_splits=SPLITS, v_head_dim=HEAD_DIM, swa_v_head_dim=None, device="cpu",
+        num_head=HEADS, max_kv_splits=SPLITS, v_head_dim=HEAD_DIM, swa_v_head_dim=None, device="cpu", topk=topk,
         max_context_len=CONTEXT, is_draft_runner=draft, skip_prefill=skip_prefill, num_draft_tokens=4,
         sliding_window_size=None, use_sliding_window_kv_pool=False, _translate_kv_loc=None,
         share_graph_state=shared, max_graph_rows_per_req=K_MAX, max_graph_rows=lambda max_bs: None,
@@ -52,9 +54,10 @@ def attn_backend(init: Callable[..., None], shared: bool, draft: bool = False, s
     return b
 
 
-def verify_state(tree: Path, buffers: dict, shared: bool, max_bs: int, k: int, draft: bool = False) -> Any:
+def verify_state(tree: Path, buffers: dict, shared: bool, max_bs: int, k: int, draft: bool = False,
+                 topk: int = 0) -> Any:
     """One adaptive state's target-verify (or draft-extend, ``draft``) backend after its graph state init."""
-    b = attn_backend(loaded(tree, "TritonAttnBackend.init_cuda_graph_state", buffers), shared, draft)
+    b = attn_backend(loaded(tree, "TritonAttnBackend.init_cuda_graph_state", buffers), shared, draft, topk=topk)
     b.init_cuda_graph_state(max_bs, max_bs * k)
     return b
 
@@ -64,7 +67,7 @@ def multi_step_state(tree: Path, buffers: dict, shared: bool, max_bs: int, steps
     init = loaded(tree, "TritonAttnBackend.init_cuda_graph_state", buffers)
     steps_init = loaded(tree, "TritonMultiStepDraftBackend.init_cuda_graph_state", buffers)
     m = SimpleNamespace(topk=1, speculative_num_steps=steps, max_context_len=CONTEXT, device="cpu",
-                        attn_backends=[attn_backend(init, shared, draft=True, skip_prefill=True)
+                        attn_backends=[attn_backend(init, shared, draft=True, skip_prefill=True, topk=1)
                                        for _ in range(steps - 1)])
     m.init_cuda_graph_state = steps_init.__get__(m)
     m.init_cuda_graph_state(max_bs, max_bs)
