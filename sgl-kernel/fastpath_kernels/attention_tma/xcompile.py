@@ -43,6 +43,7 @@ import triton  # noqa: E402
 
 from benchmark.tools.attn_verify_bench import ROOT, file_from_series  # noqa: E402
 from fastpath_kernels.attention_tma.bench import CANDIDATE_TILES  # noqa: E402
+from fastpath_kernels.launch_signature import launch_signature  # noqa: E402
 from fastpath_kernels.ptxas import ptxas_usage  # noqa: E402
 
 TMA_FILE = "python/sglang/kernels/ops/attention/verify_mla_tma.py"
@@ -113,22 +114,7 @@ def compile_stage1(arch: int = 90, k: int = 4, heads: int = 8, max_splits: int =
                   "BLOCK_N": plan["block_n"], "BLOCK_T": max(16, triton.next_power_of_2(k)),
                   "NUM_STAGES": plan["num_stages"], "INDEX_AHEAD": plan["index_ahead"], "USE_TMA": plan["use_tma"],
                   "USE_CUSTOM_MASK": False, "DIRECT_OUT": direct}
-    signature, attrs = {}, {}
-    for i, name in enumerate(kernel.arg_names):
-        if name in pointers:
-            signature[name] = pointers[name]
-            if pointers[name].startswith("*"):
-                attrs[(i,)] = [["tt.divisibility", 16]]
-        elif name in constexprs:
-            signature[name] = "constexpr"
-        elif name == "sm_scale":
-            signature[name] = "fp32"
-        elif ints[name] in (0, 1) and name.startswith("stride"):
-            signature[name], constexprs[name] = "constexpr", ints[name]
-        else:
-            signature[name] = "i32"
-            if ints[name] % 16 == 0:
-                attrs[(i,)] = [["tt.divisibility", 16]]
+    signature, attrs = launch_signature(kernel.arg_names, pointers, ints, constexprs)
     compiled = triton.compile(ASTSource(kernel, signature, constexprs=constexprs, attrs=attrs),
                               target=GPUTarget("cuda", arch, 32), options={"num_warps": plan["num_warps"]})
     ptx = compiled.asm["ptx"]

@@ -1,0 +1,35 @@
+"""The signature and attributes a GPU launch would give a Triton or Gluon kernel, for a CPU cross-compile.
+
+``triton.compile`` needs what the launcher derives from the arguments: each argument's type, the ints that a
+launch specializes (0 and 1 strides become constexprs) and the 16-divisibility hints that let the compiler
+vectorize and pipeline loads. One helper for ``attention_tma.xcompile`` and ``attention_ws.xcompile``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+
+def launch_signature(arg_names: Iterable[str], pointers: dict[str, str], ints: dict[str, int],
+                     constexprs: dict) -> tuple[dict[str, str], dict]:
+    """(signature, attrs) for ``ASTSource``/``GluonASTSource``: ``pointers`` maps pointer and descriptor arguments to
+    their types (``*bf16``; a pointer is marked 16-divisible), ``constexprs`` the constexpr values (strides of 0 or 1
+    are added to it, as a launch specializes them), ``sm_scale`` is fp32 and every other argument an i32 from ``ints``."""
+    signature: dict[str, str] = {}
+    attrs: dict = {}
+    for i, name in enumerate(arg_names):
+        if name in pointers:
+            signature[name] = pointers[name]
+            if pointers[name].startswith("*"):
+                attrs[(i,)] = [["tt.divisibility", 16]]
+        elif name in constexprs:
+            signature[name] = "constexpr"
+        elif name == "sm_scale":
+            signature[name] = "fp32"
+        elif ints[name] in (0, 1) and name.startswith("stride"):
+            signature[name], constexprs[name] = "constexpr", ints[name]
+        else:
+            signature[name] = "i32"
+            if ints[name] % 16 == 0:
+                attrs[(i,)] = [["tt.divisibility", 16]]
+    return signature, attrs
