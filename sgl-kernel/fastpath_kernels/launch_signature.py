@@ -2,7 +2,8 @@
 
 ``triton.compile`` needs what the launcher derives from the arguments: each argument's type, the ints that a
 launch specializes (0 and 1 strides become constexprs) and the 16-divisibility hints that let the compiler
-vectorize and pipeline loads. One helper for ``attention_tma.xcompile`` and ``attention_ws.xcompile``.
+vectorize and pipeline loads. One helper for ``attention_tma.xcompile`` and ``attention_ws.xcompile``, which
+compile two kernels of one contract (patch 0032's MLA verify stage 1): ``mla_stage1_ints`` gives its int arguments.
 """
 
 from __future__ import annotations
@@ -33,3 +34,14 @@ def launch_signature(arg_names: Iterable[str], pointers: dict[str, str], ints: d
             if ints[name] % 16 == 0:
                 attrs[(i,)] = [["tt.divisibility", 16]]
     return signature, attrs
+
+
+def mla_stage1_ints(heads: int, max_splits: int, min_split_len: int) -> dict[str, int]:
+    """The int arguments of an MLA verify stage 1 at Kimi's widths: contiguous q, draft K / V and cache rows of 576,
+    partials ``[T, heads, max_splits, 512]`` (base-2 LSE ``[T, heads, max_splits]``) or, with one split, the output
+    ``[T, heads, 512]`` itself."""
+    direct, s = max_splits == 1, max_splits
+    return {"stride_qt": heads * 576, "stride_qh": 576, "stride_ket": 576, "stride_vet": 576, "stride_kv": 576,
+            "stride_ot": heads * 512 * (1 if direct else s), "stride_oh": 512 * (1 if direct else s),
+            "stride_os": 0 if direct else 512, "stride_lt": 0 if direct else heads * s, "stride_lh": s,
+            "num_heads": heads, "max_splits": max_splits, "min_split_len": min_split_len}

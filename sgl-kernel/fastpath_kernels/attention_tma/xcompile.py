@@ -43,7 +43,7 @@ import triton  # noqa: E402
 
 from benchmark.tools.attn_verify_bench import ROOT, file_from_series  # noqa: E402
 from fastpath_kernels.attention_tma.bench import CANDIDATE_TILES  # noqa: E402
-from fastpath_kernels.launch_signature import launch_signature  # noqa: E402
+from fastpath_kernels.launch_signature import launch_signature, mla_stage1_ints  # noqa: E402
 from fastpath_kernels.ptxas import ptxas_usage  # noqa: E402
 
 TMA_FILE = "python/sglang/kernels/ops/attention/verify_mla_tma.py"
@@ -105,11 +105,7 @@ def compile_stage1(arch: int = 90, k: int = 4, heads: int = 8, max_splits: int =
                 "desc_pe": f"tensordesc<bf16[{plan['block_n']},64]>",
                 "kv_indptr": "*i32", "kv_indices": "*i64", "mask_ptr": "*i32", "mask_indptr": "*i32",
                 "Out": out, "Lse": out}
-    s = max_splits
-    ints = {"stride_qt": heads * 576, "stride_qh": 576, "stride_ket": 576, "stride_vet": 576, "stride_kv": 576,
-            "stride_ot": heads * 512 * (1 if direct else s), "stride_oh": 512 * (1 if direct else s),
-            "stride_os": 0 if direct else 512, "stride_lt": 0 if direct else heads * s, "stride_lh": s,
-            "num_heads": heads, "max_splits": max_splits, "min_split_len": plan["min_split_len"]}
+    ints = mla_stage1_ints(heads, max_splits, plan["min_split_len"])
     constexprs = {"NUM_TOKENS": k, "BLOCK_H": plan["block_h"], "BLOCK_M": plan["block_m"],
                   "BLOCK_N": plan["block_n"], "BLOCK_T": max(16, triton.next_power_of_2(k)),
                   "NUM_STAGES": plan["num_stages"], "INDEX_AHEAD": plan["index_ahead"], "USE_TMA": plan["use_tma"],

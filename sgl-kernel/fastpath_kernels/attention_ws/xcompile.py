@@ -29,7 +29,7 @@ except ImportError:  # a bare triton venv: the module needs torch only at call t
 
 import triton  # noqa: E402
 
-from fastpath_kernels.launch_signature import launch_signature  # noqa: E402
+from fastpath_kernels.launch_signature import launch_signature, mla_stage1_ints  # noqa: E402
 from fastpath_kernels.ptxas import ptxas_usage  # noqa: E402
 
 # Tile variants (overrides of kernel.DEFAULT_TILE); bench.py times the same names.
@@ -77,11 +77,7 @@ def compile_stage1(arch: int = 90, k: int = 4, heads: int = 8, max_splits: int =
                 "kv_indptr": "*i32", "kv_indices": "*i64", "mask_ptr": "*u8" if tree else "*i32",
                 "mask_indptr": "*i64" if tree else "*i32",
                 "Out": out, "Lse": out}
-    s = max_splits
-    ints = {"stride_qt": heads * 576, "stride_qh": 576, "stride_ket": 576, "stride_vet": 576, "stride_kv": 576,
-            "stride_ot": heads * 512 * (1 if direct else s), "stride_oh": 512 * (1 if direct else s),
-            "stride_os": 0 if direct else 512, "stride_lt": 0 if direct else heads * s, "stride_lh": s,
-            "num_heads": heads, "max_splits": max_splits, "min_split_len": plan["min_split_len"]}
+    ints = mla_stage1_ints(heads, max_splits, plan["min_split_len"])
     constexprs = {"NUM_TOKENS": k, "BLOCK_H": plan["block_h"], "BLOCK_N": bn, "NUM_BUF": plan["num_buffers"],
                   "PRODUCER_REGS": plan["producer_regs"], "USE_CUSTOM_MASK": tree, "DIRECT_OUT": direct}
     signature, attrs = launch_signature(fn.arg_names, pointers, ints, constexprs)
