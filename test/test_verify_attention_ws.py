@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from fastpath_fixtures import installed_gpu_module, replay_in_cuda_graph, script_env
-from test_verify_attention_tma import _reference
+from test_verify_attention_tma import _problem, _reference
 
 
 REPO = Path(__file__).resolve().parents[1]
@@ -275,38 +275,6 @@ GPU_CASES = [
 ]
 
 
-def _gpu_problem(torch, lens, k, heads, tree, seed):
-    g = torch.Generator().manual_seed(seed)
-    ppr = [-(-n // 64) for n in lens]
-    total = sum(ppr) + 1
-    perm = torch.randperm(total, generator=g)
-    kv = torch.randn(total * 64, 1, 576, generator=g)
-    kv[perm[-1] * 64:(perm[-1] + 1) * 64] = float("nan")  # a spare page
-    slots, first = [], 0
-    for n, p in zip(lens, ppr):
-        pages = perm[first:first + p]
-        first += p
-        pos = torch.arange(n)
-        slots.append(pages[pos // 64] * 64 + pos % 64)
-        if n % 64:  # the rest of a partial page: another request's rows
-            kv[pages[-1] * 64 + n % 64:(pages[-1] + 1) * 64] = float("nan")
-    masks = []
-    for _ in lens:
-        m = torch.ones(k, k, dtype=torch.bool).tril()
-        if tree:
-            m = torch.eye(k, dtype=torch.bool)
-            for i in range(1, k):
-                m[i] |= m[int(torch.randint(0, i, (1,), generator=g))]
-        masks.append(m)
-    full = [torch.cat([torch.ones(k, n, dtype=torch.bool), m], 1).flatten() for n, m in zip(lens, masks)]
-    return {"kv": kv, "kv_indices": torch.cat(slots).long(), "masks": masks,
-            "q": torch.randn(len(lens) * k, heads, 576, generator=g),
-            "k_ext": torch.randn(len(lens) * k, 1, 576, generator=g),
-            "kv_indptr": torch.tensor([0] + list(lens)).cumsum(0).to(torch.int32),
-            "custom_mask": torch.cat(full).to(torch.uint8),
-            "mask_indptr": torch.tensor([0] + [f.numel() for f in full]).cumsum(0).to(torch.int64)}
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("case", GPU_CASES, ids=[c[0] for c in GPU_CASES])
 def test_gpu_matches_float64_reference(case):
@@ -319,7 +287,7 @@ def test_gpu_matches_float64_reference(case):
 
     name, lens, k, heads, splits, msl, tile, tree = case
     x = {key: (v.to(torch.bfloat16) if isinstance(v, torch.Tensor) and v.is_floating_point() else v)
-         for key, v in _gpu_problem(torch, lens, k, heads, tree, seed=len(name)).items()}
+         for key, v in _problem(torch, list(lens), k, heads, tree, seed=len(name)).items()}
     ref = _reference(torch, x, lens, k, 576 ** -0.5)
     dev = {key: v.to("cuda") for key, v in x.items() if isinstance(v, torch.Tensor)}
     extra = {"custom_mask": dev["custom_mask"], "mask_indptr": dev["mask_indptr"]} if tree else {}

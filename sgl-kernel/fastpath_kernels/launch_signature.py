@@ -3,12 +3,27 @@
 ``triton.compile`` needs what the launcher derives from the arguments: each argument's type, the ints that a
 launch specializes (0 and 1 strides become constexprs) and the 16-divisibility hints that let the compiler
 vectorize and pipeline loads. One helper for ``attention_tma.xcompile`` and ``attention_ws.xcompile``, which
-compile two kernels of one contract (patch 0032's MLA verify stage 1): ``mla_stage1_ints`` gives its int arguments.
+compile two kernels of one contract (patch 0032's MLA verify stage 1): ``mla_stage1_ints`` gives its int arguments,
+and ``stub_torch_if_missing`` lets them run in a bare Triton venv.
 """
 
 from __future__ import annotations
 
+import sys
+import types
 from collections.abc import Iterable
+
+
+def stub_torch_if_missing() -> None:
+    """In a bare Triton venv (the GPU hosts' Triton, no torch), put a stand-in ``torch`` in ``sys.modules``: the kernel
+    modules need torch only at call time, and ``torch.Tensor`` / ``torch.device`` in signatures."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        stub = types.ModuleType("torch")
+        stub.Tensor = type("Tensor", (), {})
+        stub.device = type("device", (), {})
+        sys.modules["torch"] = stub
 
 
 def launch_signature(arg_names: Iterable[str], pointers: dict[str, str], ints: dict[str, int],

@@ -31,19 +31,14 @@ import tempfile
 import types
 from pathlib import Path
 
-try:
-    import torch  # noqa: F401
-except ImportError:  # a bare triton venv: the modules need torch at call time, and two names in signatures
-    _torch = types.ModuleType("torch")
-    _torch.Tensor = type("Tensor", (), {})
-    _torch.device = type("device", (), {})
-    sys.modules["torch"] = _torch
+from fastpath_kernels.launch_signature import launch_signature, mla_stage1_ints, stub_torch_if_missing
+
+stub_torch_if_missing()  # before anything that imports torch
 
 import triton  # noqa: E402
 
 from benchmark.tools.attn_verify_bench import ROOT, file_from_series  # noqa: E402
 from fastpath_kernels.attention_tma.bench import CANDIDATE_TILES  # noqa: E402
-from fastpath_kernels.launch_signature import launch_signature, mla_stage1_ints  # noqa: E402
 from fastpath_kernels.ptxas import ptxas_usage  # noqa: E402
 
 TMA_FILE = "python/sglang/kernels/ops/attention/verify_mla_tma.py"

@@ -17,19 +17,13 @@ import argparse
 import json
 import re
 import sys
-import types
 
-try:
-    import torch  # noqa: F401
-except ImportError:  # a bare triton venv: the module needs torch only at call time, and two names in signatures
-    _torch = types.ModuleType("torch")
-    _torch.Tensor = type("Tensor", (), {})
-    _torch.device = type("device", (), {})
-    sys.modules["torch"] = _torch
+from fastpath_kernels.launch_signature import launch_signature, mla_stage1_ints, stub_torch_if_missing
+
+stub_torch_if_missing()  # before anything that imports torch
 
 import triton  # noqa: E402
 
-from fastpath_kernels.launch_signature import launch_signature, mla_stage1_ints  # noqa: E402
 from fastpath_kernels.ptxas import ptxas_usage  # noqa: E402
 
 # Tile variants (overrides of kernel.DEFAULT_TILE); bench.py times the same names.
