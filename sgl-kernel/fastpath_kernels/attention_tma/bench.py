@@ -35,7 +35,7 @@ import json
 import sys
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -172,15 +172,10 @@ def variant_name(i: int, name: str) -> str:
     return "tma-p64" if i == 0 else f"tma-p64:{name}"
 
 
-def run(args, log, timer: Callable = graph_time_us) -> tuple[list[dict], list[str]]:
-    deadline = time.time() + args.budget_s
-    records, notes = [], []
-    vt = load_module()
-    p0007, why = (None, "--no-p0007") if args.no_p0007 else load_p0007()
-    if p0007 is None:
-        log(f"grouped-p64 (patch 0007) skipped: {why}")
-        notes.append(f"grouped-p64 skipped: {why}")
-    variants = [(variant_name(i, n), n, CANDIDATE_TILES[n]) for i, n in enumerate(args.variants)]
+def each_point(args, deadline: float, notes: list[str], log: Callable[[str], None]) -> Iterator[tuple[dict, int]]:
+    """(inputs, calls per graph) of each point of ``args.heads`` x ``args.bs`` x ``args.ctx``, in that order, until
+    ``deadline`` (a point not run then is a note); the KV pool of a (bs, ctx) serves every head count. The cache is
+    emptied after each point's timings (the caller's loop body)."""
     pools = {}
     for heads in args.heads:
         for bs in args.bs:
@@ -192,46 +187,60 @@ def run(args, log, timer: Callable = graph_time_us) -> tuple[list[dict], list[st
                 copies = copies_for(bs * ctx * LK * 2, args.min_calls)
                 x = make_point(bs, ctx, args.k, heads, copies, seed=ctx + bs + heads, pool=pools.get((bs, ctx)))
                 pools[(bs, ctx)] = x["pool"]
-                o = torch.empty(bs * args.k, heads, LV, device=DEVICE, dtype=x["kv"].dtype)
-                line = []
-                for vname, name, tile in variants:
-                    tile = {**tile, **args.tile_override}
-                    if args.pointer_loads:
-                        tile["use_tma"] = False
-                    try:
-                        calls = tma_calls(vt, x, o, tile)
-                        o.fill_(float("nan"))
-                        calls[0]()
-                        err = rel_err(o, x["ref"])
-                        plan = vt.verify_mla_tma_plan(args.k, bs, heads, x["q"].device, **tile)
-                        if not err <= args.tol:  # NaN fails too
-                            notes.append(f"{vname} h{heads} bs{bs} ctx{ctx}: rel_err {err:.2e} > {args.tol}, not timed")
-                            log(notes[-1])
-                            continue
-                        us = timer(calls)
-                        records.append(record(vname, x, us, rel_err=err, tile=plan, calls_per_graph=len(calls)))
-                        line.append(f"{vname} {us[0]:.1f} us ({records[-1]['pct_hbm']}%)")
-                    except Exception as e:  # noqa: BLE001
-                        notes.append(f"{vname} h{heads} bs{bs} ctx{ctx} failed: {type(e).__name__}: {e}"[:400])
-                        log(notes[-1])
-                        log(traceback.format_exc(limit=3))
-                if p0007 is not None:
-                    try:
-                        calls = p0007_calls(p0007, x, o)
-                        o.fill_(float("nan"))
-                        calls[0]()
-                        err = rel_err(o, x["ref"])
-                        us = timer(calls)
-                        records.append(record("grouped-p64", x, us, rel_err=err, calls_per_graph=len(calls)))
-                        line.append(f"grouped-p64 {us[0]:.1f} us ({records[-1]['pct_hbm']}%)")
-                    except Exception as e:  # noqa: BLE001
-                        p0007, why = None, f"patch 0007 failed at h{heads} bs{bs} ctx{ctx}: {e!r}"[:300]
-                        notes.append(why)
-                        log(why)
-                log(f"h{heads} bs{bs} ctx{ctx} ({copies} calls/graph, floor {kv_bytes(x) / HBM_BYTES_PER_S * 1e6:.2f} us): "
-                    + ", ".join(line))
+                yield x, copies
                 if DEVICE == "cuda":
                     torch.cuda.empty_cache()
+
+
+def run(args, log, timer: Callable = graph_time_us) -> tuple[list[dict], list[str]]:
+    deadline = time.time() + args.budget_s
+    records, notes = [], []
+    vt = load_module()
+    p0007, why = (None, "--no-p0007") if args.no_p0007 else load_p0007()
+    if p0007 is None:
+        log(f"grouped-p64 (patch 0007) skipped: {why}")
+        notes.append(f"grouped-p64 skipped: {why}")
+    variants = [(variant_name(i, n), n, CANDIDATE_TILES[n]) for i, n in enumerate(args.variants)]
+    for x, copies in each_point(args, deadline, notes, log):
+        heads, bs, ctx = x["heads"], x["bs"], x["ctx"]
+        o = torch.empty(bs * args.k, heads, LV, device=DEVICE, dtype=x["kv"].dtype)
+        line = []
+        for vname, name, tile in variants:
+            tile = {**tile, **args.tile_override}
+            if args.pointer_loads:
+                tile["use_tma"] = False
+            try:
+                calls = tma_calls(vt, x, o, tile)
+                o.fill_(float("nan"))
+                calls[0]()
+                err = rel_err(o, x["ref"])
+                plan = vt.verify_mla_tma_plan(args.k, bs, heads, x["q"].device, **tile)
+                if not err <= args.tol:  # NaN fails too
+                    notes.append(f"{vname} h{heads} bs{bs} ctx{ctx}: rel_err {err:.2e} > {args.tol}, not timed")
+                    log(notes[-1])
+                    continue
+                us = timer(calls)
+                records.append(record(vname, x, us, rel_err=err, tile=plan, calls_per_graph=len(calls)))
+                line.append(f"{vname} {us[0]:.1f} us ({records[-1]['pct_hbm']}%)")
+            except Exception as e:  # noqa: BLE001
+                notes.append(f"{vname} h{heads} bs{bs} ctx{ctx} failed: {type(e).__name__}: {e}"[:400])
+                log(notes[-1])
+                log(traceback.format_exc(limit=3))
+        if p0007 is not None:
+            try:
+                calls = p0007_calls(p0007, x, o)
+                o.fill_(float("nan"))
+                calls[0]()
+                err = rel_err(o, x["ref"])
+                us = timer(calls)
+                records.append(record("grouped-p64", x, us, rel_err=err, calls_per_graph=len(calls)))
+                line.append(f"grouped-p64 {us[0]:.1f} us ({records[-1]['pct_hbm']}%)")
+            except Exception as e:  # noqa: BLE001
+                p0007, why = None, f"patch 0007 failed at h{heads} bs{bs} ctx{ctx}: {e!r}"[:300]
+                notes.append(why)
+                log(why)
+        log(f"h{heads} bs{bs} ctx{ctx} ({copies} calls/graph, floor {kv_bytes(x) / HBM_BYTES_PER_S * 1e6:.2f} us): "
+            + ", ".join(line))
     return records, notes
 
 

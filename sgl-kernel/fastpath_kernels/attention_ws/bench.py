@@ -27,7 +27,7 @@ from pathlib import Path
 
 import torch
 
-from benchmark.tools.attn_verify_bench import HBM_BYTES_PER_S, copies_for, graph_time_us
+from benchmark.tools.attn_verify_bench import HBM_BYTES_PER_S, graph_time_us
 from fastpath_kernels.attention_tma import bench as tb
 from fastpath_kernels.attention_ws import kernel as ws
 from fastpath_kernels.attention_ws.xcompile import TILES
@@ -57,43 +57,33 @@ def run(args, log, timer: Callable = graph_time_us) -> tuple[list[dict], list[st
     variants = [(f"ws:{n}", TILES[n], None) for n in args.variants]
     if vt is not None:
         variants.append(("tma-p64", {}, vt))
-    pools = {}
-    for heads in args.heads:
-        for bs in args.bs:
-            for ctx in args.ctx:
-                if time.time() > deadline:
-                    notes.append(f"deadline: h{heads} bs{bs} ctx{ctx} not run")
+    for x, copies in tb.each_point(args, deadline, notes, log):
+        heads, bs, ctx = x["heads"], x["bs"], x["ctx"]
+        o = torch.empty(bs * args.k, heads, LV, device=tb.DEVICE, dtype=x["kv"].dtype)
+        line = []
+        for name, tile, module in variants:
+            try:
+                calls = tb.tma_calls(module, x, o, tile) if module is not None else ws_calls(x, o, tile)
+                o.fill_(float("nan"))
+                calls[0]()
+                torch.cuda.synchronize()
+                err = tb.rel_err(o, x["ref"])
+                if not err <= args.tol:  # NaN fails too
+                    notes.append(f"{name} h{heads} bs{bs} ctx{ctx}: rel_err {err:.2e} > {args.tol}, not timed")
                     log(notes[-1])
                     continue
-                copies = copies_for(bs * ctx * 576 * 2, args.min_calls)
-                x = tb.make_point(bs, ctx, args.k, heads, copies, seed=ctx + bs + heads, pool=pools.get((bs, ctx)))
-                pools[(bs, ctx)] = x["pool"]
-                o = torch.empty(bs * args.k, heads, LV, device="cuda", dtype=x["kv"].dtype)
-                line = []
-                for name, tile, module in variants:
-                    try:
-                        calls = tb.tma_calls(module, x, o, tile) if module is not None else ws_calls(x, o, tile)
-                        o.fill_(float("nan"))
-                        calls[0]()
-                        torch.cuda.synchronize()
-                        err = tb.rel_err(o, x["ref"])
-                        if not err <= args.tol:  # NaN fails too
-                            notes.append(f"{name} h{heads} bs{bs} ctx{ctx}: rel_err {err:.2e} > {args.tol}, not timed")
-                            log(notes[-1])
-                            continue
-                        us = timer(calls)
-                        plan = (ws.verify_mla_ws_plan(args.k, bs, heads, x["q"].device, **tile) if module is None
-                                else module.verify_mla_tma_plan(args.k, bs, heads, x["q"].device))
-                        plan = {k: v for k, v in plan.items() if k != "grid"}
-                        records.append(tb.record(name, x, us, rel_err=err, tile=plan, calls_per_graph=len(calls)))
-                        line.append(f"{name} {us[0]:.1f} us ({records[-1]['pct_hbm']}%)")
-                    except Exception as e:  # noqa: BLE001
-                        notes.append(f"{name} h{heads} bs{bs} ctx{ctx} failed: {type(e).__name__}: {e}"[:400])
-                        log(notes[-1])
-                        log(traceback.format_exc(limit=4))
-                log(f"h{heads} bs{bs} ctx{ctx} ({copies} calls/graph, floor "
-                    f"{tb.kv_bytes(x) / HBM_BYTES_PER_S * 1e6:.2f} us): " + ", ".join(line))
-                torch.cuda.empty_cache()
+                us = timer(calls)
+                plan = (ws.verify_mla_ws_plan(args.k, bs, heads, x["q"].device, **tile) if module is None
+                        else module.verify_mla_tma_plan(args.k, bs, heads, x["q"].device))
+                plan = {k: v for k, v in plan.items() if k != "grid"}
+                records.append(tb.record(name, x, us, rel_err=err, tile=plan, calls_per_graph=len(calls)))
+                line.append(f"{name} {us[0]:.1f} us ({records[-1]['pct_hbm']}%)")
+            except Exception as e:  # noqa: BLE001
+                notes.append(f"{name} h{heads} bs{bs} ctx{ctx} failed: {type(e).__name__}: {e}"[:400])
+                log(notes[-1])
+                log(traceback.format_exc(limit=4))
+        log(f"h{heads} bs{bs} ctx{ctx} ({copies} calls/graph, floor "
+            f"{tb.kv_bytes(x) / HBM_BYTES_PER_S * 1e6:.2f} us): " + ", ".join(line))
     return records, notes
 
 
