@@ -32,12 +32,16 @@ def server_args_fields(tree: Path) -> set[str]:
 
 def named_server_args(script: str, library: str = "") -> set[str]:
     """Server-argument names a queued script passes: JSON keys of --server-args (inline, or through a shell
-    variable set in the script or in the ``library`` it sources) and the flags after ``--`` of a serving_bench
-    command (as field names)."""
-    variables = {**dict(SHELL_VAR.findall(library)), **dict(SHELL_VAR.findall(script))}
+    variable set in the script or in the ``library`` it sources), JSON keys of every variable the script itself
+    sets (a script may pick its --server-args among them, e.g. ``ARGS=$CAP`` in a loop, or build them from
+    fragments) and the flags after ``--`` of a serving_bench command (as field names)."""
+    own = dict(SHELL_VAR.findall(script))
+    variables = {**dict(SHELL_VAR.findall(library)), **own}
     names: set[str] = set()
     for inline, var in SERVER_ARGS_JSON.findall(script):
         names |= set(JSON_KEY.findall(inline or variables.get(var, "")))
+    for value in own.values():
+        names |= set(JSON_KEY.findall(value))
     for line in re.sub(r"\\\n\s*", " ", script).splitlines():
         if "serving_bench" in line and " -- " in line:
             tail = line.split(" -- ", 1)[1]
@@ -54,6 +58,10 @@ def test_the_reader_finds_json_keys_and_serving_flags() -> None:
     sourced = '$B --server-args "$S0" --name y\n'
     assert named_server_args(sourced) == set()
     assert named_server_args(sourced, library='S0="{\\"page_size\\": 64}"\n') == {"page_size"}
+    picked = ('CAP="\\"mem_fraction_static\\": 0.65"\n'
+              'for run in a b; do\n  ARGS="{$CAP}"; [ $run = b ] && ARGS=$CAP\n'
+              '  $B --server-args "$ARGS" --name $run\ndone\n')
+    assert named_server_args(picked) == {"mem_fraction_static"}
 
 
 def test_every_queued_script_names_only_fields_of_the_pinned_release(trees) -> None:  # noqa: F811
