@@ -1,4 +1,4 @@
-# shellcheck shell=bash disable=SC2034  # sourced: B, ALL3, BF16, KSET, KOFF, SKIP0, S0_KIMI, ALL3_VARS, ALL3_BF16_VARS, KV_ONLY_VAR, STEPS0_VARS and the functions are for the caller
+# shellcheck shell=bash disable=SC2034  # sourced: B, B2, ALL3, BF16, KSET, KOFF, SKIP0, S0_KIMI, ALL3_VARS, ALL3_BF16_VARS, KV_ONLY_VAR, STEPS0_VARS and the functions are for the caller
 # Sourced by a device call's benchmark script, from the repository root, on the GPU host (after a fresh
 # checkout the git-ignored .devrun/ is gone; this is what every session's .devrun/common.sh held):
 #   source test/gpu/device_bench.sh
@@ -6,7 +6,7 @@
 #   $B --models $M/dense8-acc3 --variant all3=/tmp/site-fork $ALL3 --bs 1,64 --server-args "$KSET" ... --budget-s $(left 300)
 #   pack NAME
 # It sources device_env.sh (bundle install, offline environment, T0/left/say/M), then defines BB (benchmark output),
-# L (logs), B (benchmark/run.py's e2e command at TP 1, triton, K 4), ALL3 (patches 0024, 0026 and 0027 on, with the
+# L (logs), B (benchmark/run.py's e2e command at TP 1, triton, K 4; B2 the same at tp2-pcie, for x2 hosts), ALL3 (patches 0024, 0026 and 0027 on, with the
 # cycle stats, for a variant named all3), BF16 (patch 0030 on as well, added after $ALL3), KSET (server args for the adaptive K set 2/3/4/6/8 of
 # benchmark/configs/adaptive-ks.json), KOFF (the same plus steps 0, adaptive-ks-off.json), SKIP0 (steps 0 without its draft
 # extend, for a variant named all3: an upper bound for a turned-down state, since a real draft's KV falls behind),
@@ -31,6 +31,7 @@ if [ -n "$LEFTOVER" ]; then
 fi
 BB=/tmp/bench; L=/tmp/logs; mkdir -p $BB $L
 B="python3 benchmark/run.py --profile all --kinds e2e --configs tp1 --backends triton --ks 4 --topks 1 --no-plot --out $BB"
+B2="python3 benchmark/run.py --profile all --kinds e2e --configs tp2-pcie --backends triton --ks 4 --topks 1 --no-plot --out $BB"
 variant_env() {  # NAME VAR[=VALUE]...: --variant-env NAME:VAR=VALUE for each (VALUE 1 when not given)
   local n=$1 v; shift
   for v in "$@"; do [[ $v == *=* ]] || v="$v=1"; printf -- '--variant-env %s:%s ' "$n" "$v"; done

@@ -8,8 +8,7 @@ set -uo pipefail
 source test/gpu/device_bench.sh; rm -rf $BB/*
 draw kimi16 kimi --layers 16 --routed-experts 96
 python3 -m sglang_fastpath warm-jit > $L/warm-jit.log 2>&1; say "$(tail -2 $L/warm-jit.log | head -1)"
-python3 benchmark/run.py --profile all --kinds e2e --configs tp2-pcie --backends triton --ks 4 --topks 1 --no-plot \
-  --out $BB --models $M/kimi16 --variant stock=/tmp/site-stock --variant fork=/tmp/site-fork \
+$B2 --models $M/kimi16 --variant stock=/tmp/site-stock --variant fork=/tmp/site-fork \
   $(variant_env fork $ALL3_BF16_VARS) --bs 1,8 --acc-len 3 --e2e-runs 3 --profile-steps 12 \
   --server-args '{"mem_fraction_static": 0.65, "cuda_graph_max_bs_decode": 16}' --name kimi16-tp2pcie-fork-vs-stock \
   --budget-s $(left 570) > $L/x2a.log 2>&1

@@ -8,8 +8,7 @@ set -uo pipefail
 [ -d /tmp/site-fork/sglang ] && export FASTPATH_PREFLIGHT_DONE=1
 source test/gpu/device_bench.sh; rm -rf $BB/*
 draw dense8 dense --layers 8
-python3 benchmark/run.py --profile all --kinds e2e --configs tp2-pcie --backends triton --ks 4 --topks 1 --no-plot \
-  --out $BB --models $M/dense8 --variant stock=/tmp/site-stock --variant fork=/tmp/site-fork \
+$B2 --models $M/dense8 --variant stock=/tmp/site-stock --variant fork=/tmp/site-fork \
   $(variant_env fork $ALL3_BF16_VARS) --bs 1,8,32,64 --acc-len 3 --e2e-runs 2 --profile-steps 8 \
   --server-args '{"cuda_graph_max_bs_decode": 64}' --name dense8-tp2pcie-fork-vs-stock \
   --budget-s $(left 570) > $L/x2b.log 2>&1

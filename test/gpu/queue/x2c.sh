@@ -7,8 +7,7 @@ set -uo pipefail
 [ -d /tmp/site-fork/sglang ] && export FASTPATH_PREFLIGHT_DONE=1
 source test/gpu/device_bench.sh; rm -rf $BB/*
 draw kimi4 kimi --layers 4
-python3 benchmark/run.py --profile all --kinds e2e --configs tp2-pcie --backends triton --ks 4 --topks 1 --no-plot \
-  --out $BB --models $M/kimi4 --variant stock=/tmp/site-stock --variant fork=/tmp/site-fork \
+$B2 --models $M/kimi4 --variant stock=/tmp/site-stock --variant fork=/tmp/site-fork \
   $(variant_env fork $ALL3_BF16_VARS) --bs 1,8 --acc-len 3 --e2e-runs 3 --profile-steps 12 \
   --server-args '{"mem_fraction_static": 0.65, "cuda_graph_max_bs_decode": 16}' --name kimi4-tp2pcie-fork-vs-stock \
   --budget-s $(left 570) > $L/x2c.log 2>&1

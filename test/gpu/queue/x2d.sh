@@ -9,8 +9,7 @@ draw kimi16-acc3 kimi --layers 16 --routed-experts 96 --draft-accept-length 3
 draw dense8-acc3 dense --layers 8 --draft-accept-length 3
 KS64="{\"speculative_adaptive\": true, \"speculative_adaptive_config\": \"$PWD/benchmark/configs/adaptive-ks.json\", \"mem_fraction_static\": 0.65, \"cuda_graph_max_bs_decode\": 64}"
 for pair in kimi16-acc3 dense8-acc3; do
-  python3 benchmark/run.py --profile all --kinds e2e --configs tp2-pcie --backends triton --ks 4 --topks 1 --no-plot \
-    --out $BB --models $M/$pair --variant all3=/tmp/site-fork $ALL3 $BF16 --bs 1,8,32,64 --acc-len 0 --e2e-runs 1 \
+  $B2 --models $M/$pair --variant all3=/tmp/site-fork $ALL3 $BF16 --bs 1,8,32,64 --acc-len 0 --e2e-runs 1 \
     --server-args "$KS64" --name $pair-tp2pcie-ks-graph-hit --budget-s $(left 570) > $L/x2d-$pair.log 2>&1
   say "x2d $pair rc=$?"
 done
