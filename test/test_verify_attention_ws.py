@@ -47,6 +47,13 @@ def _check_compiled(r: dict, tile: str) -> None:
     assert r["mbarrier_waits"] >= 2, r  # the producer's empty wait, the consumers' ready wait
     assert r["spill_bytes"] == 0, r
     assert r["shared_planned"] <= r["shared"] <= 232448, r
+    # The ring's mbarrier protocol as compiled: 2 x NUM_BUF barriers of one arrival each; the producer's one
+    # expect_tx per tile equals the bytes its TMA copies deliver (else the consumers' ready wait hangs, or passes
+    # before the tile has landed); the consumers' single release of a slot is one predicated arrival after a
+    # barrier over the 8 consumer warps that follows wgmma.wait_group 0 (both warpgroups done reading the slot).
+    assert r["mbarrier_init_counts"] == [1] * (2 * r["tile"]["num_buffers"]), r
+    assert r["expect_tx_bytes"] == [r["tma_bytes"]] == [r["tile"]["block_n"] * 576 * 2], r
+    assert r["release_arrives"] == 1 and r["release_after_barrier"], r
 
 
 @pytest.mark.parametrize("tile,heads", [("n32b4", 8), ("n32b4", 32), ("n64b2", 8)])

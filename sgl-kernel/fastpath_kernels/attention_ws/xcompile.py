@@ -49,6 +49,47 @@ def gluon_hopper_missing() -> str | None:
     return None
 
 
+def barrier_protocol(ptx: str, tensordesc_meta) -> dict:
+    """The ring's mbarrier protocol as compiled (the facts a hang or a race would break), from the PTX and the
+    compile's TMA descriptor metadata (box sizes):
+
+    - ``mbarrier_init_counts``: the arrival count of each ``mbarrier.init`` (the kernel's design: all 1);
+    - ``expect_tx_bytes``: the byte count of each ``mbarrier.arrive.expect_tx`` (the producer's one arrival on
+      ``ready``), and ``tma_bytes``: what the TMA copies of one tile deliver (copies x box bytes; None when the
+      boxes differ in size). They must be equal: fewer expected bytes release the consumers before the tile has
+      landed, more never complete the phase;
+    - ``release_arrives``: the plain ``mbarrier.arrive``s (the consumers' release of ``empty``), and
+      ``release_after_barrier``: whether each is one predicated arrival (no count operand) whose last preceding
+      barrier is a ``bar.sync`` over the consumer warps issued after a ``wgmma.wait_group 0`` with no wgmma
+      issued in between, i.e. both warpgroups' reads of the slot are complete when the one arrival lands."""
+    lines = [ln.strip() for ln in ptx.splitlines()]
+    inits = [int(m[1]) for ln in lines if (m := re.search(r"mbarrier\.init\.shared\S*\s*\[[^\]]+\],\s*(\d+);", ln))]
+    expects = [int(m[1]) for ln in lines
+               if (m := re.search(r"mbarrier\.arrive\.expect_tx\.shared\S*\s+_,\s*\[[^\]]+\],\s*(\d+);", ln))]
+    boxes = {m["elem_size"] * m["block_size"][0] * m["block_size"][1] for m in (tensordesc_meta or [])}
+    copies = sum("cp.async.bulk.tensor" in ln for ln in lines)
+    releases, ok = 0, True
+    for i, ln in enumerate(lines):
+        if not re.search(r"mbarrier\.arrive\.shared\S*\s+_,", ln):
+            continue
+        releases += 1
+        ok &= ln.startswith("@") and bool(re.search(r"\[[^\]]+\];", ln))  # one thread, count 1 (no operand)
+        seen_bar = seen_wait = False
+        for prev in reversed(lines[:i]):
+            if "wgmma.mma_async" in prev or "mbarrier." in prev or "barrier.sync" in prev:
+                ok = False  # a wgmma, another mbarrier op or a CTA-wide barrier before the consumers' bar.sync
+                break
+            if re.match(r"bar\.sync\s+\d+,\s*256;", prev):
+                seen_bar = True
+            elif "wgmma.wait_group.sync.aligned 0;" in prev:
+                seen_wait = True
+                break
+        ok &= seen_bar and seen_wait
+    return {"mbarrier_init_counts": inits, "expect_tx_bytes": expects,
+            "tma_bytes": copies * boxes.pop() if len(boxes) == 1 else None,
+            "release_arrives": releases, "release_after_barrier": bool(releases) and ok}
+
+
 def compile_stage1(arch: int = 90, k: int = 4, heads: int = 8, max_splits: int = 16, tree: bool = False,
                    **tile) -> dict:
     """The stage 1 kernel compiled for sm_<arch> with ``tile`` (overrides of DEFAULT_TILE) at K=k draft tokens,
@@ -97,6 +138,7 @@ def compile_stage1(arch: int = 90, k: int = 4, heads: int = 8, max_splits: int =
         "wgmma_shapes": sorted(set(re.findall(r"wgmma\.mma_async\.sync\.aligned\.(m\d+n\d+k\d+)", ptx))),
         "total_warps": int(threads[1]) // 32 if threads else None,
         "num_warps": plan["num_warps"], "maxnreg": plan["maxnreg"],
+        **barrier_protocol(ptx, getattr(compiled.metadata, "tensordesc_meta", None)),
     }
 
 
