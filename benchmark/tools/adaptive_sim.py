@@ -29,6 +29,7 @@ SGLang install and no torch.
 from __future__ import annotations
 
 import argparse
+import functools
 import itertools
 import json
 import math
@@ -105,6 +106,18 @@ def best_per_phase(s: Scenario, results: int) -> tuple[str, float]:
     return "/".join(str(best[a]) for a in accepts), tokens / seconds
 
 
+def accepted_drafts(rng: random.Random, bs: int, steps: int, accept: float) -> list[int]:
+    """Each of ``bs`` requests' accepted drafts out of a chain of ``steps``, each draft accepted with probability
+    ``accept`` given the one before it was."""
+    accepted = []
+    for _ in range(bs):
+        n = 0
+        while n < steps and rng.random() < accept:
+            n += 1
+        accepted.append(n)
+    return accepted
+
+
 def serve(asp: Any, cfg_path: str, s: Scenario, results: int, seed: int) -> tuple[float, int]:
     """Tokens per second and switches of one slot over ``results`` verifies."""
     clock = FakeClock()
@@ -117,12 +130,7 @@ def serve(asp: Any, cfg_path: str, s: Scenario, results: int, seed: int) -> tupl
         switches += last is not None and steps != last
         last = steps
         clock.now += cycle_s(s, steps) * math.exp(rng.gauss(0.0, s.sigma))
-        accepted = []
-        for _ in range(s.bs):
-            n = 0
-            while n < steps and rng.random() < s.accept_at(result):
-                n += 1
-            accepted.append(n)
+        accepted = accepted_drafts(rng, s.bs, steps, s.accept_at(result))
         tokens += 1 + sum(accepted) / s.bs
         params.on_verify_complete(accepted, 1)
     return tokens / (clock.now - start), switches
@@ -156,6 +164,7 @@ def graph_bs(bs: int) -> int:
     return min(b for b in TRAFFIC_GRAPH_BS if b >= bs)
 
 
+@functools.cache
 def best_for_bs(accept: float, bs: int) -> int:
     return max(
         TRAFFIC_CANDIDATES, key=lambda k: expected_tokens(accept, k) / traffic_cycle_s(k, graph_bs(bs))
@@ -199,12 +208,7 @@ def serve_traffic(
         last = steps
         clock.now += dt
         seconds += dt
-        accepted = []
-        for _ in range(bs):
-            n = 0
-            while n < steps and rng.random() < t.accept:
-                n += 1
-            accepted.append(n)
+        accepted = accepted_drafts(rng, bs, steps, t.accept)
         tokens += bs + sum(accepted)
         params.on_verify_complete(accepted, bs)
         best = best_for_bs(t.accept, bs)
