@@ -71,6 +71,7 @@ def worker_defs(tree: Path, monkeypatch: pytest.MonkeyPatch, kv_only: bool = Tru
         "CaptureHiddenMode": SimpleNamespace(NULL=0, LAST=1, FULL=FULL), "EagleDraftInput": DraftInput,
         "ForwardBatch": ForwardBatchRecorder, "GenerationBatchResult": Result, "torch": torch,
         "upcast_verify_logits": lambda logits_output: setattr(logits_output, "upcast", True),
+        "logits_read_by_argmax_only": lambda sampling_info: sampling_info.argmax_only,
         "get_draft_recurrent_hidden_state_spec": lambda runner: (16, torch.bfloat16),
         "envs": SimpleNamespace(**{SKIP: flag(False), KV_ONLY: flag(kv_only)},
                                 SGLANG_CUDA_GRAPH_SHARED_AUX_HIDDEN=flag(False)),
@@ -79,7 +80,8 @@ def worker_defs(tree: Path, monkeypatch: pytest.MonkeyPatch, kv_only: bool = Tru
     }
     names = ["EAGLEWorkerV2.forward_batch_generation", "EAGLEWorkerV2._steps0_decode_ok",
              "EAGLEWorkerV2._forward_steps0_decode", "EAGLEWorkerV2._stub_skipped_draft_extend",
-             "EAGLEWorkerV2.activate_step_by_batch", "EAGLEWorkerV2._kv_only_extend_wanted"]
+             "EAGLEWorkerV2.activate_step_by_batch", "EAGLEWorkerV2._kv_only_extend_wanted",
+             "EAGLEWorkerV2._steps0_lean_relay", "EAGLEWorkerV2._steps0_accept_lens_host"]
     defs = tree_defs(tree, WORKER, names, extra=extra)
     Locs.calls = []
     monkeypatch.setitem(sys.modules, CACHE_LOCS, SimpleNamespace(assign_extend_cache_locs_uniform_func=Locs.assign))
@@ -124,6 +126,7 @@ def spec_worker(defs: dict[str, Any], steps: int = 0, decode_runner: Any = "grap
     class SpecWorker:
         _draft_kv_only_last = False
         _steps0_decode_runner = None
+        _steps0_lean, _steps0_host_ones = False, None  # patch 0043's switch (test_steps0_lean_cycle.py)
 
         def __init__(self) -> None:
             self.speculative_num_steps, self.adaptive_controller = steps, None
