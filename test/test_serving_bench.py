@@ -227,9 +227,11 @@ def test_an_import_failure_answers_not_ready(tmp_path: Path) -> None:
 class FakeServer:
     envs: list[dict[str, str] | None] = []
     events: list[str] = []
+    launches: list[list[str]] = []
 
     def __init__(self, args: list[str], port: int, log: Path, env: dict[str, str] | None = None) -> None:
         FakeServer.envs.append(env)
+        FakeServer.launches.append(list(args))
         self.log, self.proc = log, types.SimpleNamespace(pid=os.getpid())
 
     def start(self, timeout_s: float) -> None:
@@ -242,7 +244,7 @@ class FakeServer:
 def fake_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *more: str) -> argparse.Namespace:
     """FakeServer in place of the server (the client is real, on the fake SGLang); the arguments of a run at
     concurrency 1 and 8 without the stall watch (plus ``more``), its output folder made."""
-    FakeServer.envs, FakeServer.events = [], []
+    FakeServer.envs, FakeServer.events, FakeServer.launches = [], [], []
     monkeypatch.setattr(serving_bench, "LaunchedServer", FakeServer)
     (tmp_path / "o").mkdir()
     return parse_args(["--models", str(tmp_path / "m"), "--out", str(tmp_path / "o"), "--concurrency", "1,8",
@@ -429,7 +431,7 @@ def test_sigterm_stops_client_and_server_and_keeps_the_finished_points(
     killed, the server stopped, the next mode never starts, and serving.json keeps the first point and the
     interrupted mode's error."""
     record = tmp_path / "record.jsonl"
-    FakeServer.envs, FakeServer.events = [], []
+    FakeServer.envs, FakeServer.events, FakeServer.launches = [], [], []
     monkeypatch.setattr(serving_bench, "LaunchedServer", FakeServer)
     monkeypatch.setattr(serving_bench, "datasets_importable", lambda env: True)
     for name, value in fake_env(tmp_path, FAKE_BENCH_RECORD=str(record),
@@ -446,3 +448,62 @@ def test_sigterm_stops_client_and_server_and_keeps_the_finished_points(
     assert [(r["mode"], r["concurrency"], r["output_tokens_per_s"]) for r in records_] == [
         ("eagle3", 1, 101.0), ("eagle3", -1, None)]
     assert records_[1]["error"] == f"terminated by signal {int(signal.SIGTERM)}"
+
+
+# --- traffic points (issue 12: a moving batch size) ------------------------------------------------------
+
+
+def test_a_traffic_point_arrives_at_its_rate_with_lengths_in_a_range() -> None:
+    cmd = bench_args(30001, "/m/target", 8, 128, 256, 1, Path("/o/x.jsonl"), 128, 8.0, 0.25)
+    flag = lambda name: cmd[cmd.index(name) + 1]  # noqa: E731
+    assert (flag("--request-rate"), flag("--random-range-ratio"), flag("--num-prompts")) == ("8", "0.25", "128")
+    assert flag("--max-concurrency") == "8" and flag("--seed") == "1"  # the same arrivals for both modes
+    assert "--request-rate" not in bench_args(30001, "/m/target", 8, 128, 256, 1, Path("/o/x.jsonl"))
+
+
+def test_reads_tpot_and_latency(tmp_path: Path) -> None:
+    out = tmp_path / "r.jsonl"
+    out.write_text(json.dumps({"completed": 128, "output_throughput": 900.0, "median_tpot_ms": 4.5,
+                               "p99_tpot_ms": 9.5, "median_e2e_latency_ms": 812.0}) + "\n")
+    point = read_point("eagle3", 8, out)
+    assert (point.median_tpot_ms, point.p99_tpot_ms, point.median_e2e_ms) == (4.5, 9.5, 812.0)
+
+
+def test_the_traffic_table_compares_tpot_by_rate() -> None:
+    def pt(mode: str, rate: float | None, tpot: float, acc: float | None = None) -> Point:
+        return Point(mode, 8, 128, 500.0, 2.0, 10.0, 20.0, 5.0, 9.0, acc, request_rate=rate, median_tpot_ms=tpot,
+                     p99_tpot_ms=2 * tpot, median_e2e_ms=1500.0)
+
+    text = table([pt("nospec", None, 6.0), pt("eagle3", None, 3.0, 3.0), pt("nospec", 8.0, 6.0),
+                  pt("eagle3", 8.0, 4.0, 2.9), pt("nospec", 48.0, 9.0)])
+    head, traffic = text.split("\n\n")
+    assert len(head.splitlines()) == 3  # the concurrency point only
+    rows = traffic.splitlines()
+    assert rows[0].startswith("| requests/s |") and len(rows) == 4
+    assert rows[2] == "| 8 | 500.0 | 500.0 | 6.0 / 4.0 | 12.0 / 8.0 | 1.50 | 1.5 / 1.5 | 2.9 |"
+    assert rows[3].startswith("| 48 | 500.0 | - | 9.0 / - |")
+    assert "\n\n" not in table([pt("nospec", None, 6.0)])
+
+
+def test_traffic_points_follow_the_concurrency_points_and_eagle3_args_reach_its_server_only(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    record = tmp_path / "record.jsonl"
+    args = fake_server(tmp_path, monkeypatch, "--traffic", "8,48", "--eagle3-args",
+                       "--speculative-adaptive --speculative-adaptive-config '/c/ks off.json'")
+    assert (args.traffic_prompts, args.traffic_range_ratio) == (128, 0.25)
+    env = fake_env(tmp_path, FAKE_BENCH_RECORD=str(record))
+    points = serving_bench.run_mode("nospec", args, tmp_path / "o", env)
+    points = serving_bench.run_mode("eagle3", args, tmp_path / "o", env, points)
+    cmds = [r["argv"] for r in records(record)]
+    flag = lambda cmd, name: cmd[cmd.index(name) + 1] if name in cmd else None  # noqa: E731
+    assert [flag(c, "--request-rate") for c in cmds[:5]] == [None, None, None, "8", "48"]  # prewarm, c1, c8, r8, r48
+    assert [flag(c, "--num-prompts") for c in cmds[3:5]] == ["128", "128"]
+    assert {flag(c, "--max-concurrency") for c in cmds[3:5]} == {"8"}
+    assert [flag(c, "--random-range-ratio") for c in cmds[:5]] == ["1", "1", "1", "0.25", "0.25"]
+    assert flag(cmds[4], "--output-file").endswith("serving-nospec-r48.jsonl")
+    assert [p.request_rate for p in points] == [None, None, None, 8.0, 48.0] * 2
+    nospec, eagle3 = FakeServer.launches
+    assert "--speculative-adaptive" not in nospec
+    assert eagle3[-3:] == ["--speculative-adaptive", "--speculative-adaptive-config", "/c/ks off.json"]
+    assert "| 48 | 108.0 | 108.0 |" in table(points)  # the fake writes 100 + max concurrency tok/s
+

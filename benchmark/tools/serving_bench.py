@@ -1,7 +1,8 @@
 """SGLang's own serving benchmark against the real server, with and without EAGLE-3 (GPU host).
 
     python -m benchmark.tools.serving_bench --models DIR --out DIR [--concurrency 1,8,32]
-        [--input-len 128] [--output-len 256] [--acc-len 3] [--seed 1] [-- EXTRA SERVER ARGS]
+        [--input-len 128] [--output-len 256] [--acc-len 3] [--seed 1] [--traffic 8,48]
+        [--eagle3-args "--speculative-adaptive ..."] [-- EXTRA SERVER ARGS]
 
 For each mode (no speculation, then EAGLE-3 with K 4, topk 1) it starts
 ``python -m sglang.launch_server`` from whatever SGLang is first on ``PYTHONPATH`` (the soak's
@@ -22,6 +23,14 @@ output tok/s, request throughput, median and p99 TTFT/ITL, accept length when th
 reports one; the server's quiet spells, see ``--stall-dump-s``), the benchmark's JSONL and both server logs,
 and prints a table last. Issue 11 asks
 for this figure beside the offline Engine's (``benchmark/run.py --kinds e2e``).
+
+``--traffic RATES`` adds, after the concurrency points, one point per rate with a moving batch size (issue 12: the
+adaptive K choice under load that changes, switches included): ``--traffic-prompts`` requests arriving as a Poisson
+process at RATE a second (the benchmark's ``--request-rate``; its ``--seed`` fixes the arrival times, so both modes
+meet the same schedule), prompt and output lengths drawn between ``--traffic-range-ratio`` and 1 of
+``--input-len`` / ``--output-len``, at most the largest ``--concurrency`` in flight. Such a point is paced by its
+arrivals, so its table compares time per output token (TPOT) and end-to-end latency, not tok/s alone.
+``--eagle3-args`` go to the EAGLE-3 server only (an adaptive config, say), after the fixed K 4 chain's arguments.
 
 The benchmark client is one process per mode (``serving_client.py``, ``BenchClient``), started before the
 server so that its import overlaps the server's start-up: it imports ``sglang.benchmark.serving`` once and runs
@@ -49,6 +58,7 @@ import argparse
 import json
 import os
 import select
+import shlex
 import signal
 import subprocess
 import sys
@@ -86,6 +96,10 @@ class Point:
     # quiet spells of the server's log while the client ran, each with its stack dumps (StallWatch)
     stalls: list[dict] = field(default_factory=list)
     prewarm: bool = False  # the untimed pre-warm run (kept for its stalls and errors, not in the table)
+    request_rate: float | None = None  # a --traffic point's Poisson arrival rate (requests a second)
+    median_tpot_ms: float | None = None
+    p99_tpot_ms: float | None = None
+    median_e2e_ms: float | None = None
 
 
 def prompts_for(concurrency: int) -> int:
@@ -97,15 +111,42 @@ PREWARM_SEED_OFFSET = 1000  # pre-warm prompts differ from every timed prompt
 
 
 def bench_args(port: int, model: str, concurrency: int, input_len: int, output_len: int, seed: int,
-               out_file: Path, prompts: int | None = None) -> list[str]:
+               out_file: Path, prompts: int | None = None, request_rate: float | None = None,
+               range_ratio: float = 1.0) -> list[str]:
     """One point's arguments of SGLang's benchmark (what follows ``-m sglang.benchmark.serving``), which
-    ``BenchClient`` runs in-process."""
+    ``BenchClient`` runs in-process: all requests at once (at most ``concurrency`` in flight), or arriving at
+    ``request_rate`` a second."""
+    rate = [] if request_rate is None else ["--request-rate", f"{request_rate:g}"]
     return ["--backend", "sglang", "--host", "127.0.0.1",
             "--port", str(port), "--model", model, "--tokenizer", model, "--dataset-name", "random-ids",
             "--random-input-len", str(input_len), "--random-output-len", str(output_len),
-            "--random-range-ratio", "1", "--num-prompts", str(prompts or prompts_for(concurrency)),
-            "--max-concurrency", str(concurrency), "--seed", str(seed), "--disable-tqdm",
+            "--random-range-ratio", f"{range_ratio:g}", "--num-prompts", str(prompts or prompts_for(concurrency)),
+            "--max-concurrency", str(concurrency), *rate, "--seed", str(seed), "--disable-tqdm",
             "--warmup-requests", str(concurrency), "--output-file", str(out_file)]
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run of the benchmark against a server: a timed point, or the untimed pre-warm."""
+
+    concurrency: int
+    output_len: int
+    seed: int
+    prompts: int | None
+    tag: str  # the run's files: serving-MODE-TAG.jsonl, bench-MODE-TAG.log
+    request_rate: float | None = None
+    range_ratio: float = 1.0
+
+
+def runs_for(args: argparse.Namespace) -> list[Run]:
+    """The pre-warm run (unless ``--prewarm-prompts 0``), a point per concurrency, then a point per traffic rate."""
+    top = max(args.concurrency)
+    runs = [Run(c, args.output_len, args.seed, None, f"c{c}") for c in args.concurrency]
+    runs += [Run(top, args.output_len, args.seed, args.traffic_prompts, f"r{rate:g}", rate, args.traffic_range_ratio)
+             for rate in args.traffic]
+    if args.prewarm_prompts > 0:
+        runs.insert(0, Run(top, PREWARM_OUTPUT_LEN, args.seed + PREWARM_SEED_OFFSET, args.prewarm_prompts, "prewarm"))
+    return runs
 
 
 def datasets_importable(env: dict[str, str]) -> bool:
@@ -146,7 +187,8 @@ def read_point(mode: str, concurrency: int, out_file: Path) -> Point:
     return Point(mode, concurrency, int(row.get("completed", prompts_for(concurrency))),
                  _get(row, "output_throughput"), _get(row, "request_throughput"), _get(row, "median_ttft_ms"),
                  _get(row, "p99_ttft_ms"), _get(row, "median_itl_ms"), _get(row, "p99_itl_ms"),
-                 _get(row, "accept_length", "avg_accept_length"))
+                 _get(row, "accept_length", "avg_accept_length"), median_tpot_ms=_get(row, "median_tpot_ms"),
+                 p99_tpot_ms=_get(row, "p99_tpot_ms"), median_e2e_ms=_get(row, "median_e2e_latency_ms"))
 
 
 class ClientFailed(RuntimeError):
@@ -285,7 +327,7 @@ def run_mode(mode: str, args: argparse.Namespace, out: Path, bench_env: dict[str
     launch = ["--model-path", str(pair.target), *BASE_ARGS, *args.server_args]
     env = None
     if mode == "eagle3":
-        launch += ["--speculative-draft-model-path", str(pair.draft), *SPEC_ARGS]
+        launch += ["--speculative-draft-model-path", str(pair.draft), *SPEC_ARGS, *shlex.split(args.eagle3_args)]
         env = {"SGLANG_SIMULATE_ACC_LEN": str(args.acc_len)} if args.acc_len else None
     port = free_port()
     if args.stall_dump_s > 0:
@@ -301,21 +343,18 @@ def run_mode(mode: str, args: argparse.Namespace, out: Path, bench_env: dict[str
         if args.stall_dump_s > 0:
             watch = StallWatch(server.log, server.proc.pid, markers, quiet_s=args.stall_dump_s)
             watch.start()
-        runs = [(c, args.output_len, args.seed, None, f"c{c}") for c in args.concurrency]
-        if args.prewarm_prompts > 0:
-            runs.insert(0, (max(args.concurrency), PREWARM_OUTPUT_LEN, args.seed + PREWARM_SEED_OFFSET,
-                            args.prewarm_prompts, "prewarm"))
-        for concurrency, output_len, seed, prompts, tag in runs:
-            out_file = out / f"serving-{mode}-{tag}.jsonl"
-            argv = bench_args(port, str(pair.target), concurrency, args.input_len, output_len, seed, out_file,
-                              prompts)
-            log_path = out / f"bench-{mode}-{tag}.log"
+        for run in runs_for(args):
+            out_file = out / f"serving-{mode}-{run.tag}.jsonl"
+            argv = bench_args(port, str(pair.target), run.concurrency, args.input_len, run.output_len, run.seed,
+                              out_file, run.prompts, run.request_rate, run.range_ratio)
+            log_path = out / f"bench-{mode}-{run.tag}.log"
             returncode, stalls = run_client(client, argv, log_path, args.point_timeout_s, watch)
-            point = replace(read_point(mode, concurrency, out_file), stalls=stalls, prewarm=tag == "prewarm")
+            point = replace(read_point(mode, run.concurrency, out_file), stalls=stalls,
+                            prewarm=run.tag == "prewarm", request_rate=run.request_rate)
             if returncode != 0 and point.error is None:
                 point = replace(point, error=f"benchmark exited {returncode}")
             if point.error:
-                print(f"{mode} {tag}: {point.error}; the last lines of {log_path.name}:\n"
+                print(f"{mode} {run.tag}: {point.error}; the last lines of {log_path.name}:\n"
                       f"{log_tail(log_path)}", file=sys.stderr)
             points.append(point)
     except Exception as exc:  # noqa: BLE001 - record the failure, keep what was measured
@@ -349,6 +388,33 @@ def run_client(client: BenchClient, argv: list[str], log_path: Path, timeout_s: 
 
 
 def table(points: list[Point]) -> str:
+    """The concurrency points' table, then the traffic points' (when there are any)."""
+    text = concurrency_table([p for p in points if p.request_rate is None])
+    traffic = [p for p in points if p.request_rate is not None and not p.prewarm]
+    return f"{text}\n\n{traffic_table(traffic)}" if traffic else text
+
+
+def _fmt(value: float | None, scale: float = 1.0) -> str:
+    return "-" if value is None else f"{value * scale:.1f}"
+
+
+def traffic_table(points: list[Point]) -> str:
+    by = {(p.mode, p.request_rate): p for p in points}
+    rows = ["| requests/s | no spec tok/s | EAGLE-3 tok/s | TPOT p50 ms no spec / EAGLE-3 | TPOT p99 ms | "
+            "TPOT p50 ratio | E2E p50 s | EAGLE-3 accept |", "|---|---|---|---|---|---|---|---|"]
+    for rate in sorted({r for _, r in by}):
+        a, b = by.get(("nospec", rate)), by.get(("eagle3", rate))
+        get = lambda p, name: getattr(p, name) if p else None  # noqa: E731
+        ta, tb = get(a, "median_tpot_ms"), get(b, "median_tpot_ms")
+        ratio = f"{ta / tb:.2f}" if ta and tb else "-"
+        rows.append(f"| {rate:g} | {_fmt(get(a, 'output_tokens_per_s'))} | {_fmt(get(b, 'output_tokens_per_s'))} | "
+                    f"{_fmt(ta)} / {_fmt(tb)} | {_fmt(get(a, 'p99_tpot_ms'))} / {_fmt(get(b, 'p99_tpot_ms'))} | "
+                    f"{ratio} | {_fmt(get(a, 'median_e2e_ms'), 1e-3)} / {_fmt(get(b, 'median_e2e_ms'), 1e-3)} | "
+                    f"{_fmt(get(b, 'accept_length'))} |")
+    return "\n".join(rows)
+
+
+def concurrency_table(points: list[Point]) -> str:
     by = {(p.mode, p.concurrency): p for p in points if not p.prewarm}
     rows = ["| concurrency | no spec tok/s | EAGLE-3 tok/s | ratio | EAGLE-3 accept | ITL p50 ms no spec / EAGLE-3 |",
             "|---|---|---|---|---|---|"]
@@ -357,9 +423,8 @@ def table(points: list[Point]) -> str:
         ta = a.output_tokens_per_s if a else None
         tb = b.output_tokens_per_s if b else None
         ratio = f"{tb / ta:.2f}" if ta and tb else "-"
-        fmt = lambda v: "-" if v is None else f"{v:.1f}"  # noqa: E731
-        rows.append(f"| {c} | {fmt(ta)} | {fmt(tb)} | {ratio} | {fmt(b.accept_length if b else None)} | "
-                    f"{fmt(a.median_itl_ms if a else None)} / {fmt(b.median_itl_ms if b else None)} |")
+        rows.append(f"| {c} | {_fmt(ta)} | {_fmt(tb)} | {ratio} | {_fmt(b.accept_length if b else None)} | "
+                    f"{_fmt(a.median_itl_ms if a else None)} / {_fmt(b.median_itl_ms if b else None)} |")
     return "\n".join(rows)
 
 
@@ -376,6 +441,7 @@ def modes(text: str) -> list[str]:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ints = lambda s: [int(v) for v in s.split(",") if v]  # noqa: E731
+    floats = lambda s: [float(v) for v in s.split(",") if v]  # noqa: E731
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--models", required=True, help="folder with target/ and draft/ (sglang-fastpath models)")
     p.add_argument("--out", required=True)
@@ -387,6 +453,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--modes", type=modes, default=list(MODES),
                    help="the modes to run, in this order (a budget that ends early keeps the first): "
                         f"{','.join(MODES)}")
+    p.add_argument("--traffic", type=floats, default=[],
+                   help="request rates (a second) of points with Poisson arrivals and a moving batch size, after "
+                        "the concurrency points; none by default")
+    p.add_argument("--traffic-prompts", type=int, default=128, help="requests of each --traffic point")
+    p.add_argument("--traffic-range-ratio", type=float, default=0.25,
+                   help="a --traffic point's prompt and output lengths are drawn between this and 1 of "
+                        "--input-len / --output-len")
+    p.add_argument("--eagle3-args", default="",
+                   help="launch_server arguments for the EAGLE-3 server only (one string, split as a shell would)")
     p.add_argument("--prewarm-prompts", type=int, default=32,
                    help="prompts of an untimed run (another seed, 32 new tokens, the largest concurrency) before "
                         "each server's first point, so first-use compiles fall outside the timed runs; 0: none")
