@@ -13,7 +13,7 @@
 # ALL3_VARS, ALL3_BF16_VARS and KV_ONLY_VAR (the same switches by name, for any variant:
 # variant_env NAME $ALL3_BF16_VARS $KV_ONLY_VAR SGLANG_SPEC_STEPS0_AS_DECODE; ALL3 and BF16 are made with it),
 # S0_KIMI and STEPS0_VARS (server args holding every kimi16 batch size at steps 0, and a steps-0 cycle's switches),
-# and draw, stock_held_site, summ and pack.
+# and draw, stock_held_site, summ, cycle_ms (every cycle_ms record, each phase's GPU ms) and pack.
 # Habits: write every call's script before the first call, and issue the next one within 30 s of a reply (the host
 # is given back after ~30 s idle: a fresh one redraws its models). For kimi runs build the bundle with
 # --jit-cache build/cache/jit/sm90 (docs/bundle.md; made on the CPU machine by test/gpu/build_jit_cache.sh, ~5 min,
@@ -88,6 +88,17 @@ PY
 switches() {  # the adaptive slots' decisions and state builds of every process under $BB, into $BB/switches.txt
   for d in "$BB"/*/logs; do echo "== $d"; grep -h "Switch adaptive\|Adaptive throughput slot\|Built adaptive" "$d"/*.log \
     | sed 's/^\[[^]]*\] //' | head -200; done > "$BB/switches.txt"
+}
+cycle_ms() {  # print every cycle_ms record under $BB: mode, bs, the cycle and each phase's GPU ms
+  python3 - "$BB" <<'PY'
+import glob, json, sys
+for f in sorted(glob.glob(f"{sys.argv[1]}/*/raw/*.jsonl")):
+    for line in open(f):
+        r = json.loads(line)
+        if r.get("type") == "record" and r["metric"] == "cycle_ms":
+            phases = {k: v for k, v in r["extra"].items() if k.endswith("_ms")}
+            print(f.rsplit("/", 1)[1], r["mode"], r["bs"], "cycle_ms", round(r["value"], 3), phases)
+PY
 }
 pack() {  # NAME: the benchmark folders and logs into $OUT/NAME.tgz (8 files come back at most), without this
   # host's paths (the checkout, the venv, $OUT, home: benchmark/driver/portable.py, as a results folder must be)

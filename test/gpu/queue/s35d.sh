@@ -18,12 +18,5 @@ $B --models $M/dense8-acc3 $V --bs 1,8,32,64 --acc-len 0 --e2e-runs 3 --pysample
   --name dense8-steps0-lean --budget-s $(left 560) > $L/d1.log 2>&1
 say "dense8 steps0 s0 vs lean rc=$?"
 for d in $BB/*/raw/*-pysample; do [ -d "$d" ] && python3 benchmark/pysample.py "$d" --min-pct 1.5; done > $BB/pysample.txt 2>&1
-python3 - <<'PY'
-import glob, json
-for f in sorted(glob.glob("/tmp/bench/*/raw/*.jsonl")):
-    for line in open(f):
-        r = json.loads(line)
-        if r.get("type") == "record" and r["metric"] == "cycle_ms":
-            print(f.rsplit("/", 1)[1], r["mode"], r["bs"], "cycle_ms", round(r["value"], 3), {k: v for k, v in r["extra"].items() if k.endswith("_ms")})
-PY
+cycle_ms
 pack s35d
