@@ -84,10 +84,12 @@ def test_a_bonus_only_payload_writes_the_bonus_and_keeps_the_other_rows(trees, m
 class LeanTarget(Target):
     """Target's stand-in that records whether the logits were upcast before sampling (Target asserts it)."""
 
-    upcast_seen: list[bool]
+    def __init__(self) -> None:
+        super().__init__()
+        self.upcast_seen: list[bool] = []
 
     def sample(self, logits_output: Any, forward_batch: Any) -> torch.Tensor:
-        self.upcast_seen = [*getattr(self, "upcast_seen", []), getattr(logits_output, "upcast", False)]
+        self.upcast_seen.append(getattr(logits_output, "upcast", False))
         self.sampled = torch.arange(20, 20 + BS, dtype=torch.int64)
         return self.sampled
 

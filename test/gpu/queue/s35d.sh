@@ -11,10 +11,8 @@ set -uo pipefail
 [ -d /tmp/site-fork/sglang ] && export FASTPATH_PREFLIGHT_DONE=1
 source test/gpu/device_bench.sh; rm -rf $BB/*
 draw dense8-acc3 dense --layers 8 --draft-accept-length 3
-V="--variant s0=/tmp/site-fork --variant lean=/tmp/site-fork"
-V="$V $(variant_env s0 $STEPS0_VARS) $(variant_env lean $STEPS0_VARS SGLANG_SPEC_STEPS0_LEAN_CYCLE)"
 S0="{\"speculative_adaptive\": true, \"speculative_adaptive_config\": \"$PWD/benchmark/configs/adaptive-steps0.json\"}"
-$B --models $M/dense8-acc3 $V --bs 1,8,32,64 --acc-len 0 --e2e-runs 3 --pysample-runs 1 --server-args "$S0" \
+$B --models $M/dense8-acc3 $S0_VS_LEAN --bs 1,8,32,64 --acc-len 0 --e2e-runs 3 --pysample-runs 1 --server-args "$S0" \
   --name dense8-steps0-lean --budget-s $(left 560) > $L/d1.log 2>&1
 say "dense8 steps0 s0 vs lean rc=$?"
 for d in $BB/*/raw/*-pysample; do [ -d "$d" ] && python3 benchmark/pysample.py "$d" --min-pct 1.5; done > $BB/pysample.txt 2>&1

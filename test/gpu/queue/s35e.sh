@@ -8,7 +8,7 @@ set -uo pipefail
 [ -d /tmp/site-fork/sglang ] && export FASTPATH_PREFLIGHT_DONE=1
 source test/gpu/device_bench.sh; rm -rf $BB/*
 draw dense8-miss65 dense --layers 8 --draft-miss-rate 0.65
-V="--variant lean=/tmp/site-fork $(variant_env lean $STEPS0_VARS SGLANG_SPEC_STEPS0_LEAN_CYCLE)"
+V="--variant lean=/tmp/site-fork $(variant_env lean $LEAN_VARS)"
 $B --models $M/dense8-miss65 $V --bs 1,8,32,64 --acc-len 0 --e2e-runs 2 --e2e-warmup-len 256 --server-args "$KOFF" \
   --name dense8-miss65-koff-lean --budget-s $(left 560) > $L/e1.log 2>&1
 say "dense8 miss65 koff lean rc=$?"

@@ -15,8 +15,7 @@ MODE=${1:-eagle3}; CONF=${2:-ks}
 [ -d /tmp/site-fork/sglang ] && export FASTPATH_PREFLIGHT_DONE=1
 source test/gpu/device_bench.sh; rm -rf $BB/*
 draw kimi16-acc3 kimi --layers 16 --routed-experts 96 --draft-accept-length 3
-export SGLANG_CUDA_GRAPH_SHARED_CAPTURE_STREAM=1 SGLANG_TRITON_SHARED_GRAPH_STATE=1 SGLANG_CUDA_GRAPH_SHARED_AUX_HIDDEN=1
-export SGLANG_CUDA_GRAPH_BF16_VERIFY_LOGITS=1 SGLANG_SPEC_CYCLE_STATS=1
+for v in $ALL3_BF16_VARS; do export "$v=1"; done  # the shared-graph switches, bf16 logits, cycle stats
 E3=""
 [ "$CONF" = ks ] && E3="--speculative-adaptive --speculative-adaptive-config $PWD/benchmark/configs/adaptive-ks.json"
 NAME=serving-kimi16-traffic-$MODE$([ "$MODE" = eagle3 ] && echo "-$CONF")

@@ -12,9 +12,7 @@ set -uo pipefail
 [ -d /tmp/site-fork/sglang ] && export FASTPATH_PREFLIGHT_DONE=1
 source test/gpu/device_bench.sh; rm -rf $BB/*
 draw kimi16-acc3 kimi --layers 16 --routed-experts 96 --draft-accept-length 3
-V="--variant s0=/tmp/site-fork --variant lean=/tmp/site-fork"
-V="$V $(variant_env s0 $STEPS0_VARS) $(variant_env lean $STEPS0_VARS SGLANG_SPEC_STEPS0_LEAN_CYCLE)"
-$B --models $M/kimi16-acc3 $V --bs 1,8 --acc-len 0 --e2e-runs 3 --server-args "$S0_KIMI" \
+$B --models $M/kimi16-acc3 $S0_VS_LEAN --bs 1,8 --acc-len 0 --e2e-runs 3 --server-args "$S0_KIMI" \
   --name kimi16-steps0-lean --budget-s $(left 560) > $L/g1.log 2>&1
 say "kimi16 steps0 s0 vs lean rc=$?"
 cycle_ms
