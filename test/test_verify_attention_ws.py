@@ -19,6 +19,7 @@ import logging
 import os
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -110,13 +111,14 @@ def test_plan_at_kimi_shapes(ws):
     cpu = None
     p = ws.verify_mla_ws_plan(4, 8, 8, cpu, num_sms=132)
     assert (p["block_h"], p["head_blocks"], p["max_kv_splits"], p["grid"]) == (8, 1, 16, (1, 16, 8))
-    assert p["block_m"] == 64 and p["num_warps"] == 8 and p["min_split_len"] == 2 * p["block_n"] == 64
+    assert p["block_m"] == 64 and p["num_warps"] == 8 and p["min_split_len"] == 2 * p["block_n"] == 128
+    assert (p["block_n"], p["num_buffers"]) == (64, 2)  # the tile that ran fastest on an H200 from 8k (session 36)
     p = ws.verify_mla_ws_plan(4, 8, 32, cpu, num_sms=132)
     assert (p["block_h"], p["head_blocks"], p["max_kv_splits"]) == (16, 2, 8)
     p = ws.verify_mla_ws_plan(4, 1, 8, cpu, num_sms=132)
     assert p["max_kv_splits"] == 128
-    p = ws.verify_mla_ws_plan(8, 1, 32, cpu, num_sms=132, block_n=64, num_buffers=2)
-    assert (p["block_h"], p["head_blocks"], p["min_split_len"]) == (8, 4, 128)
+    p = ws.verify_mla_ws_plan(8, 1, 32, cpu, num_sms=132, block_n=32, num_buffers=4)
+    assert (p["block_h"], p["head_blocks"], p["min_split_len"]) == (8, 4, 64)
     p = ws.verify_mla_ws_plan(3, 2, 8, cpu, max_kv_splits=1, min_split_len=32)
     assert p["max_kv_splits"] == 1 and p["min_split_len"] == 32 and p["block_h"] == 8
 
@@ -242,7 +244,7 @@ def test_host_wrapper_launches_stage1_then_the_merge(ws, monkeypatch, splits: in
     assert kwargs["num_warps"] == 8 and kwargs["maxnreg"] == 168 and kwargs["BLOCK_H"] == 8
     bound = dict(zip(names, args))
     lat, pe = bound["desc_lat"], bound["desc_pe"]
-    assert isinstance(lat, TensorDescriptor) and lat.block_shape == [32, 512] and pe.block_shape == [32, 64]
+    assert isinstance(lat, TensorDescriptor) and lat.block_shape == [64, 512] and pe.block_shape == [64, 64]
     assert list(lat.shape) == [x["kv"].shape[0], 576] and lat.layout.swizzle_byte_width == 128
     assert kwargs["DIRECT_OUT"] is (splits == 1)
     if splits == 1:
@@ -256,13 +258,32 @@ def test_host_wrapper_launches_stage1_then_the_merge(ws, monkeypatch, splits: in
     assert mkwargs["NUM_TOKENS"] == 4 and mkwargs["SPLITS_PAD"] == splits
 
 
+def test_what_the_server_checks_at_start_up(ws, monkeypatch):
+    """``verify_mla_ws_unsupported``, read once by the Triton backend under SGLANG_ENABLE_TRITON_WS_VERIFY: the reason
+    it logs for not using the kernel (None: it does)."""
+    import torch
+
+    cuda = torch.device("cuda", 0)
+    assert "page-size 16" in ws.verify_mla_ws_unsupported(16, cuda)
+    assert "no CUDA device" in ws.verify_mla_ws_unsupported(64, torch.device("cpu"))
+    for capability, ok in (((9, 0), True), ((8, 0), False), ((10, 0), False), ((12, 0), False)):
+        monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device, c=capability: c)
+        grouped = types.ModuleType("sglang.kernels.ops.attention.verify_grouped_attention")
+        grouped._max_shared_memory = lambda index: 232448
+        monkeypatch.setitem(sys.modules, grouped.__name__, grouped)
+        assert (ws.verify_mla_ws_unsupported(128, cuda) is None) is ok, capability
+    grouped._max_shared_memory = lambda index: 101376  # sm_120's 99 KB
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device: (9, 0))
+    assert "shared memory" in ws.verify_mla_ws_unsupported(64, cuda)
+
+
 def test_bench_variants_are_tiles():
     from fastpath_kernels.attention_ws import bench
     from fastpath_kernels.attention_ws.kernel import DEFAULT_TILE
     from fastpath_kernels.attention_ws.xcompile import TILES
 
     assert {k for t in TILES.values() for k in t} <= set(DEFAULT_TILE)
-    assert all(TILES["n32b4"][k] == DEFAULT_TILE[k] for k in TILES["n32b4"])
+    assert all(TILES["n64b2"][k] == DEFAULT_TILE[k] for k in TILES["n64b2"])
     assert callable(bench.main) and callable(bench.ws_calls)
 
 

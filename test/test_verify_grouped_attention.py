@@ -246,11 +246,14 @@ class FakePool:
 
 
 def run_backend(tree: Path, fwd: dict, case: Case, x: dict, grouped: bool, mode: str = "verify",
-                tma: bool = False, **layer_overrides) -> dict:
+                tma: bool = False, ws: bool = False, **layer_overrides) -> dict:
     """TritonAttnBackend.forward_extend (patched) on a target-verify batch, or with ``mode`` "draft_extend"
     a DRAFT_EXTEND_V2 batch (patch 0023; ``grouped`` is then its switch, and the verify one is off); which
     kernel ran, and o. ``tma``: patch 0032's switch (``use_verify_mla_tma``); every call of its kernel is
     recorded as "tma" in ``calls`` and what it returned (True: it ran, False: refused) in ``tma_returned``.
+    ``ws``: patch 0044's switch (``verify_mla_ws_fwd`` set): the warp-specialized kernel cannot run under the
+    interpreter, so a stand-in with its contract takes its place (it refuses a logit cap, as the kernel does, and
+    otherwise computes with 0032's kernel), recorded as "ws" in ``calls`` and in ``ws_returned``.
     The backend's page size is the case's (the fake pool is 3-D, as SGLang's MLA pool is at any page size)."""
     draft_extend = mode == "draft_extend"
     defs = load_defs(source(tree, BACKEND), ["logit_capping_mod", "TritonAttnBackend.forward_extend",
@@ -261,6 +264,7 @@ def run_backend(tree: Path, fwd: dict, case: Case, x: dict, grouped: bool, mode:
                       "MAX_VERIFY_TOKENS": MAX_VERIFY_TOKENS})
     calls: list[str] = []
     tma_returned: list[bool] = []
+    ws_returned: list[bool] = []
 
     def spy(name: str):
         return lambda *a, **kw: (calls.append(name), fwd[name](*a, **kw))[1]
@@ -270,6 +274,11 @@ def run_backend(tree: Path, fwd: dict, case: Case, x: dict, grouped: bool, mode:
         # INDEX_AHEAD 3 (the default) is inline asm, which the interpreter cannot run: the plain-load mode.
         tma_returned.append(fwd["tma"](*a, index_ahead=1, **kw))
         return tma_returned[-1]
+
+    def ws_stand_in(*a, **kw):
+        calls.append("ws")
+        ws_returned.append(kw["logit_cap"] <= 0 and fwd["tma"](*a, index_ahead=1, **kw))
+        return ws_returned[-1]
 
     k, bs = case.k, len(case.prefix)
     # The draft tokens' own slots: free slots past the prefixes, written by set_kv_buffer.
@@ -282,7 +291,7 @@ def run_backend(tree: Path, fwd: dict, case: Case, x: dict, grouped: bool, mode:
         use_draft_extend_grouped=grouped and draft_extend, use_mla=case.mla,
         topk=2 if case.tree else 1, page_size=case.page, allow_bidirectional_attention_in_extend=False,
         extend_attention_fwd=spy("extend"), verify_grouped_attention_fwd=spy("verify"), req_to_token_pool=None,
-        use_verify_mla_tma=tma, verify_mla_tma_fwd=tma_spy,
+        use_verify_mla_tma=tma, verify_mla_tma_fwd=tma_spy, verify_mla_ws_fwd=ws_stand_in if ws else None,
         forward_metadata=types.SimpleNamespace(
             kv_indptr=x["kv_indptr"], kv_indices=x["kv_indices"], qo_indptr=x["qo_indptr"],
             custom_mask=x["custom_mask"], mask_indptr=x["mask_indptr"], max_extend_len=k,
@@ -303,7 +312,8 @@ def run_backend(tree: Path, fwd: dict, case: Case, x: dict, grouped: bool, mode:
                                            is_draft_extend_v2=lambda: draft_extend))
     o = defs["TritonAttnBackend.forward_extend"](
         backend, x["q"].reshape(bs * k, -1), x["draft_k"], x["draft_v"], layer, batch)
-    return {"calls": calls, "tma_returned": tma_returned, "out": o.view(bs * k, case.heads, x["lv"]).double()}
+    return {"calls": calls, "tma_returned": tma_returned, "ws_returned": ws_returned,
+            "out": o.view(bs * k, case.heads, x["lv"]).double()}
 
 
 # MLA batches on 64-token pages for patch 0032's dispatch rows (the fake pool stays 3-D: SGLang's MLA pool is
@@ -330,6 +340,15 @@ DISPATCH = [  # case name, grouped on, layer overrides, the calls that must happ
     ("mla-k4-p64", True, {}, ["verify"], "draft_extend", True),
     ("mla-k2-p64-cap", True, {}, ["tma", "verify"], "verify", True),
 ]
+# Patch 0044 (the 7th field: its switch): the warp-specialized kernel is tried first for MLA target verify, with or
+# without 0032's; not for the draft extend; a call it refuses goes to 0032's kernel (when on), then to 0007's.
+WS_DISPATCH = [
+    ("mla-k4-p64", True, {}, ["ws"], "verify", True, True),
+    ("mla-k3-p64-tree", True, {}, ["ws"], "verify", False, True),
+    ("mla-k4-p64", True, {}, ["verify"], "draft_extend", True, True),
+    ("mla-k2-p64-cap", True, {}, ["ws", "tma", "verify"], "verify", True, True),
+    ("mla-k2-p64-cap", True, {}, ["ws", "verify"], "verify", False, True),
+]
 
 
 def _child(tree: str) -> list[dict]:
@@ -340,14 +359,16 @@ def _child(tree: str) -> list[dict]:
     kernels = {"verify": verify, "extend": extend, "tma": tma.verify_mla_tma_fwd}
     results = []
     by_name = {c.name: c for c in CASES + TMA_CASES}
-    for name, grouped, overrides, want, mode, use_tma in DISPATCH:
+    for name, grouped, overrides, want, mode, use_tma, *use_ws in DISPATCH + WS_DISPATCH:
         case = by_name[name]
         if case.page not in (1, 64):  # page 16 runs as page 1 here (page 64 is patch 0032's)
             case = Case(**{**asdict(case), "page": 1})
         x = make_inputs(case)
-        got = run_backend(Path(tree), kernels, case, x, grouped, mode, use_tma, **overrides)
+        got = run_backend(Path(tree), kernels, case, x, grouped, mode, use_tma, bool(use_ws and use_ws[0]),
+                          **overrides)
         results.append({"dispatch": name, "grouped": grouped, "overrides": sorted(overrides), "want": want, "mode": mode,
                         "tma": use_tma, "calls": got["calls"], "tma_returned": got["tma_returned"],
+                        "ws_returned": got["ws_returned"],
                         "rel_ref": max_rel(got["out"], reference(case, x))})
     for case in CASES + TILE_CASES:
         x = make_inputs(case)
@@ -379,7 +400,7 @@ def results(trees) -> dict[str, dict]:  # noqa: F811
 
 
 @pytest.mark.slow  # the TRITON_INTERPRET child process (``results``), about 12 s on 2 cores
-@pytest.mark.parametrize("index", range(len(DISPATCH)))
+@pytest.mark.parametrize("index", range(len(DISPATCH) + len(WS_DISPATCH)))
 def test_triton_backend_dispatch(results: dict[str, dict], index: int):
     """The patched forward_extend runs the new kernel for target verify (and, on 0023's switch, for the draft
     extend), else extend; with 0032's switch, MLA target verify on 64-token pages runs the TMA kernel, and a
@@ -389,6 +410,7 @@ def test_triton_backend_dispatch(results: dict[str, dict], index: int):
     # The TMA kernel ran where it was the only call, and refused (returned False, o untouched) where the grouped
     # kernel followed it.
     assert r["tma_returned"] == ([True] if r["calls"] == ["tma"] else [False] * r["calls"].count("tma")), r
+    assert r["ws_returned"] == ([True] if r["calls"] == ["ws"] else [False] * r["calls"].count("ws")), r
     assert r["rel_ref"] < 5e-3, r
 
 

@@ -7,7 +7,7 @@ Run from the repository root with the fork's site on PYTHONPATH (0032's module a
 the installed fork; Triton must be 3.6+ with Gluon). The points, inputs, float32 reference and timing are
 ``fastpath_kernels.attention_tma.bench``'s: H 8 and 32, bs 1 and 8, context 1k/8k/32k, K=4 (chain), bf16, page 64,
 a pool of KV copies >= 200 MB, N calls in one CUDA graph (call i on copy i), median replay / N. Variants:
-``ws:<tile>`` for each ``--variants`` name (``xcompile.TILES``: n32b4 the default, n64b2, ...), ``tma-p64``
+``ws:<tile>`` for each ``--variants`` name (``xcompile.TILES``: n64b2 the default, n32b4, ...), ``tma-p64``
 (0032's default tile) unless ``--no-tma``. A variant is timed only if its output on copy 0 is within ``--tol`` of
 the float32 reference (max abs err / max |ref|); one that fails or raises is a note, not a record.
 
