@@ -5,7 +5,8 @@
 # that cannot split a cycle. Here the same pair and hold (adaptive-steps0.json), bs 1 / 64, 2 runs, then 12
 # torch-profiler steps a point (benchmark/trace_summary.py: GPU busy and idle share of the cycle, the kernels and
 # host gaps) for plain decode and both variants: where the ~0.5 ms a token over plain decode goes at bs 1, and what
-# 0043 adds at bs 64.
+# 0043 adds at bs 64. One candidate to look for: eagle_prepare_for_decode's per-cycle H2D copies of kv lengths from
+# pageable host tensors (`torch.tensor(...).to(device, non_blocking=True)`), which CUDA may stage with a stream sync.
 set -uo pipefail
 [ -d /tmp/site-fork/sglang ] && export FASTPATH_PREFLIGHT_DONE=1
 source test/gpu/device_bench.sh; rm -rf $BB/*
