@@ -133,16 +133,23 @@ def file_from_series(path: str, patch_dir: Path = ROOT / "patches") -> str:
     return "\n".join(lines) + "\n"
 
 
+def module_from_series(path: str, name: str, patch_dir: Path = ROOT / "patches", folder: Path | None = None):
+    """The file ``path`` as the series leaves it (``file_from_series``), written into ``folder`` (a new temporary
+    folder by default) and executed as module ``name``, which ``sys.modules`` holds from before it runs."""
+    folder = folder or Path(tempfile.mkdtemp(prefix="fastpath-series-"))
+    file = folder / Path(path).name
+    file.write_text(file_from_series(path, patch_dir))
+    spec = importlib.util.spec_from_file_location(name, file)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def load_verify_kernel(patch_dir: Path = ROOT / "patches"):
     """``verify_grouped_attention`` from the committed patches, imported as a standalone module."""
     patch = patch_creating(KERNEL_FILE, patch_dir)
-    folder = Path(tempfile.mkdtemp(prefix="verify-kernel-"))
-    path = folder / "verify_grouped_attention.py"
-    path.write_text(file_from_series(KERNEL_FILE, patch_dir))
-    spec = importlib.util.spec_from_file_location("fastpath_verify_grouped_attention", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module, patch.name
+    return module_from_series(KERNEL_FILE, "fastpath_verify_grouped_attention", patch_dir), patch.name
 
 
 # ----------------------------------------------------------------------------- problems

@@ -10,7 +10,7 @@ Run it from the repository root. Needs only the ``triton`` wheel (no GPU; torch 
 ``pip install triton==3.6.0`` venv works: that is the GPU host's Triton) and no SGLang.
 
 Where the kernel comes from (``load_module``): the committed patches, not an installed SGLang (a CPU machine has
-none, and a GPU host's fork may predate the patch). benchmark/tools/attn_verify_bench.py's ``file_from_series``
+none, and a GPU host's fork may predate the patch). benchmark/tools/attn_verify_bench.py's ``module_from_series``
 writes the two files the kernel's module needs into a temporary folder: 0032's ``verify_mla_tma.py`` and 0007's
 ``verify_grouped_attention.py``, from which it imports ``_verify_grouped_merge``, ``_max_shared_memory``,
 ``_multiprocessor_count`` and ``MAX_VERIFY_TOKENS``. Both are executed as standalone modules; while they run,
@@ -23,7 +23,6 @@ file (test/test_verify_attention_tma.py). Tile variants: ``bench.CANDIDATE_TILES
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import re
 import sys
@@ -37,7 +36,7 @@ stub_torch_if_missing()  # before anything that imports torch
 
 import triton  # noqa: E402
 
-from benchmark.tools.attn_verify_bench import ROOT, file_from_series  # noqa: E402
+from benchmark.tools.attn_verify_bench import ROOT, module_from_series  # noqa: E402
 from fastpath_kernels.attention_tma.bench import CANDIDATE_TILES  # noqa: E402
 from fastpath_kernels.ptxas import ptxas_usage  # noqa: E402
 
@@ -51,16 +50,6 @@ def _extract_kv_strides(*args, **kwargs):
     raise NotImplementedError("decode_attention stub (fastpath_kernels.attention_tma.xcompile): compile only")
 
 
-def _from_patch(folder: Path, path: str, name: str, patch_dir: Path) -> types.ModuleType:
-    """The file ``path`` as the patches of ``patch_dir`` leave it, executed as module ``name``."""
-    file = folder / Path(path).name
-    file.write_text(file_from_series(path, patch_dir))
-    spec = importlib.util.spec_from_file_location(name, file)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def load_module(patch_dir: Path = ROOT / "patches") -> types.ModuleType:
     """Patch 0032's ``verify_mla_tma`` (with patch 0007's module it imports) from the patch texts (see above)."""
     folder = Path(tempfile.mkdtemp(prefix="verify-mla-tma-"))
@@ -69,9 +58,9 @@ def load_module(patch_dir: Path = ROOT / "patches") -> types.ModuleType:
     saved = {name: sys.modules.get(name) for name in (DECODE, GROUPED)}
     try:
         sys.modules[DECODE] = decode
-        sys.modules[GROUPED] = _from_patch(folder, GROUPED_FILE, "fastpath_xcompile_verify_grouped_attention",
-                                           patch_dir)
-        return _from_patch(folder, TMA_FILE, "fastpath_xcompile_verify_mla_tma", patch_dir)
+        sys.modules[GROUPED] = module_from_series(GROUPED_FILE, "fastpath_xcompile_verify_grouped_attention",
+                                                  patch_dir, folder)
+        return module_from_series(TMA_FILE, "fastpath_xcompile_verify_mla_tma", patch_dir, folder)
     finally:
         for name, module in saved.items():
             if module is None:

@@ -8,25 +8,8 @@ the installed fork."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-import tempfile
-from pathlib import Path
-
-from benchmark.tools.attn_verify_bench import ROOT, file_from_series
+from benchmark.tools.attn_verify_bench import module_from_series
 
 WS_FILE = "python/sglang/kernels/ops/attention/verify_mla_ws.py"
 
-
-def _load(patch_dir: Path = ROOT / "patches"):
-    file = Path(tempfile.mkdtemp(prefix="verify-mla-ws-")) / Path(WS_FILE).name
-    file.write_text(file_from_series(WS_FILE, patch_dir))
-    spec = importlib.util.spec_from_file_location(__name__, file)
-    module = importlib.util.module_from_spec(spec)
-    module.WS_FILE = WS_FILE
-    sys.modules[__name__] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-_load()
+module_from_series(WS_FILE, __name__)
