@@ -164,15 +164,17 @@ def test_every_batch_size_is_warmed_up_at_its_own_shape_before_it_is_timed(tmp_p
                     "draft_tokens": 4, "profile_steps": 0, "runs": 2}}
     out = tmp_path / "job.jsonl"
     assert e2e.run_job(_job(spec), Sink(str(out)), str(out)) == 0
-    per_engine = [(4, 16), (1, 16), (1, 64), (1, 64), (1, 1), (1, 1), (4, 16), (4, 64), (4, 64), (4, 1), (4, 1)]
-    assert calls == per_engine * 2  # spec off, then on: a short call at each shape, its timed runs, its first tokens
+    per_engine = [(4, 16), (1, 64), (1, 64), (1, 64), (1, 1), (1, 1), (4, 64), (4, 64), (4, 64), (4, 1), (4, 1)]
+    # spec off, then on: a short engine warm-up, then at each shape a full-length untimed call, its timed runs and
+    # its first tokens
+    assert calls == per_engine * 2
 
 
 def test_a_longer_warm_up_call_runs_at_each_batch_size_before_its_timed_runs(tmp_path, models, generate_calls):
-    """--e2e-warmup-len: the untimed call at each shape generates that many tokens (capped at output_len), so
-    an adaptive slot can settle before the timing; the engine-wide warm-up stays short."""
+    """--e2e-warmup-len: the untimed call at each shape generates that many tokens (capped at output_len; 0, the
+    default, is output_len); the engine-wide warm-up stays short."""
     calls = generate_calls
-    for warmup_len, expected in ((48, 48), (500, 64)):
+    for warmup_len, expected in ((16, 16), (48, 48), (500, 64), (0, 64)):
         calls.clear()
         spec = {"models": str(models), "backend": "triton", "server_args": {},
                 "e2e": {"bs": [2], "prompt_len": 4, "output_len": 64, "acc_len": 0, "steps": 3, "topk": 1,

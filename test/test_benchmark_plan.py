@@ -196,6 +196,21 @@ def test_e2e_options_reach_the_points_and_the_estimate(tmp_path):
     assert "real acceptance" in plan.describe()
 
 
+def test_long_prompts_count_in_the_e2e_estimate(tmp_path):
+    """Session 37's kimi16 job (43 GB, 16k-token prompts, bs 1 / 8, 2 runs) was planned at 162 s and killed at its
+    513-s timeout inside the spec engine's bs-8 prefills: the estimate now counts each engine's prefills, and their
+    attention over the prompt's own context."""
+    args = run.parse_args(["--profile", "all", "--kinds", "e2e", "--configs", "tp1", "--bs", "1,8",
+                           "--prompt-len", "16384", "--output-len", "128", "--e2e-runs", "2", "--variant", "tma=/s"])
+    (job,) = run.make_plan(args, 1, run.parse_variants(args)).jobs
+    job = replace(job, weights_gb=43.06)
+    assert job.estimate_s() > 513
+    assert job.prefill_s(1, 16384) == pytest.approx(4.2, rel=0.15)  # measured: 0.58 s + 3.58 s for the two chunks
+    short = replace(job, e2e=replace(job.e2e, prompt_len=128))
+    assert short.estimate_s() < job.estimate_s() / 2
+    assert job.prefill_s(8, 16384) == pytest.approx(8 * job.prefill_s(1, 16384))
+
+
 @pytest.mark.parametrize("k, want", [(None, (3, 1, 4)), ("8", (7, 1, 8)), ("2", (1, 1, 2))])
 def test_e2e_k_sets_the_starting_chain_and_ks_does_not(k, want):
     """Session 22 passed --ks 8 to start an adaptive e2e run at K 8; --ks sets only the micro points, so the run

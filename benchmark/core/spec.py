@@ -68,12 +68,17 @@ class E2EPoints:
     profile_steps: int = 0  # > 0: after the timed runs, a torch-profiler trace of this many steps per bs
     runs: int = 1  # timed generate calls per batch size and engine; the median is reported
     pysample_runs: int = 0  # > 0: after the timed runs, this many more per bs with the scheduler sampled
-    warmup_len: int = 16  # new tokens of the untimed call at each bs before its timed runs (at most output_len)
+    # New tokens of the untimed call at each bs before its timed runs (at most output_len); 0: output_len, the
+    # timed call once untimed. A spec engine's batch shrinks as its requests finish at different cycles, and each
+    # smaller batch can compile kernels specialised on its shape: only a full-length call meets them all before
+    # the timing (session 37: with a 16-token warm-up, the first fork engine on a host ran its bs-64 EAGLE-3 call
+    # 0.3 s slower than the next engine with the same K choices; first-use compiles are the likely cause).
+    warmup_len: int = 0
 
     @property
     def warmup_tokens(self) -> int:
-        """New tokens of the untimed call at each bs: ``warmup_len``, capped at ``output_len``."""
-        return min(self.warmup_len, self.output_len)
+        """New tokens of the untimed call at each bs: ``warmup_len`` capped at ``output_len``; 0 is ``output_len``."""
+        return self.output_len if self.warmup_len <= 0 else min(self.warmup_len, self.output_len)
 
 
 @dataclass(frozen=True)

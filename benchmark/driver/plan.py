@@ -34,6 +34,10 @@ PREFILL_S = 0.4
 # H200, taken as proportional to the weights (a rough order; the tiny models the constants above were checked on
 # weigh nearly nothing). Weights load at about 1.8 GB/s (kimi16, 43.06 GB in 24.07 s, 2026-12-04).
 PREFILL_TOKEN_GB_S = 5e-7
+# Long prompts add attention over their own context, per prompt token per token of context per GB: kimi16 with
+# 16k-token prompts (page 64, Triton, H200, 2026-12-05) prefilled its second 8k chunk at 2290 tok/s against 14,180
+# for the first, 4.2 s a request in all, where the term above gives 0.35 s.
+PREFILL_CONTEXT_GB_S = 3e-10
 LOAD_GB_PER_S = 1.8
 STEP_S = 0.004
 ENGINE_START_S = {1: 35.0, 2: 50.0}
@@ -159,6 +163,10 @@ class Job:
             s = IMPORT_S + 2 * (start + self.weights_gb / LOAD_GB_PER_S) + ENGINE_SPEC_EXTRA_S
             s += 2 * len(e.bs) * e.runs * generate_s
             s += 2 * len(e.bs) * e.warmup_tokens / 256  # the untimed call at each batch size
+            # prefills of each engine: its warm-up at the largest bs; at each bs the untimed call, the timed runs,
+            # the first-token calls of the decode rate, and a profiled or sampled call each
+            calls = 1 + 2 * e.runs + (1 if e.profile_steps else 0) + e.pysample_runs
+            s += 2 * (self.prefill_s(max(e.bs), e.prompt_len) + calls * sum(self.prefill_s(b, e.prompt_len) for b in e.bs))
             if dict(self.server_args).get("speculative_adaptive"):
                 s += ADAPTIVE_STATES * ADAPTIVE_STATE_S
             if e.profile_steps:  # one more generate per batch size, and the ranks writing their traces
@@ -166,6 +174,10 @@ class Job:
             if e.pysample_runs:  # the sampled generate calls, and the sampler writing its counts
                 s += 2 * len(e.bs) * (e.pysample_runs * generate_s + 3.0)
         return s * self.calibration
+
+    def prefill_s(self, bs: int, prompt_len: int) -> float:
+        """Seconds to prefill ``bs`` prompts of ``prompt_len`` tokens (rough, from the checkpoint's size)."""
+        return bs * prompt_len * self.weights_gb * (PREFILL_TOKEN_GB_S + prompt_len * PREFILL_CONTEXT_GB_S)
 
     def spec(self) -> dict[str, Any]:
         """What the worker process reads (``benchmark.worker --spec``), as JSON; ``core.spec.JobSpec.from_spec`` reads it."""

@@ -86,8 +86,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--prompt-len", type=int, help="e2e: prompt tokens per request (128)")
     p.add_argument("--output-len", type=int, help="e2e: generated tokens per request (256)")
     p.add_argument("--e2e-warmup-len", type=int, metavar="N",
-                   help="e2e: new tokens of the untimed call at each batch size before its timed runs (16, at most "
-                        "--output-len); raise it to time --speculative-adaptive after its slot has settled")
+                   help="e2e: new tokens of the untimed call at each batch size before its timed runs (default: "
+                        "--output-len, the timed call once untimed, so a spec engine's shrinking batch compiles "
+                        "its kernels before the timing; lower it only where prefill dominates)")
     p.add_argument("--acc-len", type=float,
                    help="e2e: SGLANG_SIMULATE_ACC_LEN for the spec-on engine (3; 0 when the pair's draft misses "
                         "on purpose, models --draft-accept-length/--draft-miss-rate); 0 = the draft's real acceptance")

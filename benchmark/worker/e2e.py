@@ -6,9 +6,10 @@ batch reuses another's prefix. The spec-on engine runs EAGLE3 with the job's dra
 under SGLANG_SIMULATE_ACC_LEN (acceptance forced to that length). For each batch size
 every request gets ``prompt_len`` random tokens and generates exactly ``output_len``
 (ignore_eos); tokens/s = generated tokens / wall time of the generate call, prefill
-included, after one warm-up call at the largest batch and one short call at each batch size
-just before it is timed (kernels specialised on a batch shape compile there, not inside the first
-timed run: on kimi16 the first bs-1 run took 1.9 s against 0.77 s for the second); with
+included, after one warm-up call at the largest batch and one untimed call at each batch size
+just before it is timed, by default as long as the timed one (kernels specialised on a batch shape
+compile there, not inside the first timed run: on kimi16 the first bs-1 run took 1.9 s against 0.77 s
+for the second, and a spec engine's batch shrinks through shapes a short call never reaches); with
 ``runs`` > 1 the call is
 timed that many times in the same engine and the median is reported (every run's
 seconds kept in the record). ``acc_len`` 0 keeps the draft's real acceptance (an

@@ -1,3 +1,4 @@
+# session 37 device call 3 (warm after s36a): test/gpu/queue/s36b.sh as committed at 1964592; the tma engine timed out at bs 8 (16k-token prompts: ~33 s a prefill call) and the ws engine was skipped
 # session 36, call B (warm or fresh nvidia-h200; ~480 s: two kimi16 engines at 16k prompts). Issue 18 end to end:
 # patch 0044's warp-specialized verify attention (SGLANG_ENABLE_TRITON_WS_VERIFY) in a server beside patch 0032's TMA
 # kernel, kimi16 at accept 3, --page-size 64, 16k-token prompts, bs 1 / 8, K 4, 128 new tokens, 2 runs; first its GPU

@@ -1,3 +1,6 @@
+# session 37 device calls 1 (fresh host) and 2 (warm): test/gpu/queue/s36a.sh as committed at 1964592, run twice:
+#   call 1: sed -i 's/for run in stock kset rows256 fixed/for run in stock kset/' test/gpu/queue/s36a.sh  (stock ran; kset skipped for budget, ~283 s needed, 176 left)
+#   call 2: sed -i 's/for run in stock kset; do/for run in kset rows256 fixed; do/' test/gpu/queue/s36a.sh  (kset, rows256 ran; fixed skipped, ~253 s needed, 105 left)
 # session 36, call A (fresh or warm nvidia-h200; ~560 s: four kimi16 engines, 64 tokens each; on a fresh host run
 # `stock` and `kset` only: `sed -i 's/for run in stock kset rows256 fixed/for run in stock kset/' test/gpu/queue/s36a.sh`
 # and the other two in the next call). Issue 12's K-set memory target (the whole K set <= 1.5x stock's single K at the
