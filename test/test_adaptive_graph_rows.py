@@ -37,7 +37,8 @@ LAYOUTS = {  # besides the shipped configs: slots whose candidates do not shrink
     "unrouted": {"1": [1, 2, 3], "128": [1, 3, 7]},  # steps 7 in a slot no captured bs reaches
     "small-first": {"4": [2, 3, 5], "16": [3]},  # bs 1-3 route to the smallest slot
 }
-SHIPPED = ["adaptive-ks.json", "adaptive-ks-off.json", "adaptive-ks-rows256.json", "adaptive-throughput.json"]
+SHIPPED = ["adaptive-ks.json", "adaptive-ks-off.json", "adaptive-ks-rows256.json", "adaptive-ks-bs256.json",
+           "adaptive-throughput.json"]
 
 
 def server_args(config: Path | str | None, adaptive: bool = True, launch_k: int = 4, widest: int = 8,
@@ -108,6 +109,16 @@ def test_the_bound_is_the_widest_graph_the_states_capture(trees, asp, tmp_path: 
 def test_the_row_held_config_needs_fixed_k_4s_rows(asp) -> None:
     for name, rows in (("adaptive-ks-rows256.json", 256), ("adaptive-ks.json", 512)):
         assert asp.max_graph_rows(server_args(CONFIGS / name), GRAPH_BS, 64) == rows
+
+
+def test_the_bs256_config_keeps_every_graph_within_512_rows(trees, asp) -> None:
+    """``adaptive-ks-bs256.json`` launched at K 2 with graphs and requests to bs 256 (``test/gpu/queue/s37d.sh``):
+    K 2 to bs 256, K 3 / 4 to bs 128, K 6 / 8 to bs 64, so no graph is wider than issue 12's 512-token budget;
+    launched at K 4 the start-up state alone would capture 4 x 256 rows."""
+    for launch_k, rows in ((2, 512), (4, 1024)):
+        args = server_args(CONFIGS / "adaptive-ks-bs256.json", launch_k=launch_k, graph_bs=GRAPH_BS_256)
+        assert rows_captured(trees.patched, asp, args, 256) == rows
+        assert asp.max_graph_rows(args, GRAPH_BS_256, 256) == rows
 
 
 def test_no_bound_without_adaptive_speculation_or_graphs(asp) -> None:
