@@ -1,4 +1,4 @@
-# shellcheck shell=bash disable=SC2034  # sourced: B, B2, ALL3, BF16, KSET, KOFF, SKIP0, S0_KIMI, ALL3_VARS, ALL3_BF16_VARS, KV_ONLY_VAR, STEPS0_VARS, LEAN_VARS, S0_VS_LEAN and the functions are for the caller
+# shellcheck shell=bash disable=SC2034  # sourced: B, B2, ALL3, BF16, KSET, KOFF, SKIP0, S0_KIMI, ALL3_VARS, ALL3_BF16_VARS, KV_ONLY_VAR, STEPS0_VARS, LEAN_VARS, S0_VS_LEAN, OFF_VARS and the functions are for the caller
 # Sourced by a device call's benchmark script, from the repository root, on the GPU host (after a fresh
 # checkout the git-ignored .devrun/ is gone; this is what every session's .devrun/common.sh held):
 #   source test/gpu/device_bench.sh
@@ -14,6 +14,7 @@
 # variant_env NAME $ALL3_BF16_VARS $KV_ONLY_VAR SGLANG_SPEC_STEPS0_AS_DECODE; ALL3 and BF16 are made with it),
 # S0_KIMI and STEPS0_VARS (server args holding every kimi16 batch size at steps 0, and a steps-0 cycle's switches),
 # LEAN_VARS and S0_VS_LEAN (the same plus patch 0043's lean cycle; two variants s0 and lean, without and with it),
+# OFF_VARS (STEPS0_VARS plus patches 0045-0047's off path),
 # and draw, stock_held_site, summ, cycle_ms (every cycle_ms record, each phase's GPU ms) and pack.
 # Habits: write every call's script before the first call, and issue the next one within 30 s of a reply (the host
 # is given back after ~30 s idle: a fresh one redraws its models). For kimi runs build the bundle with
@@ -54,6 +55,7 @@ S0_KIMI="{\"speculative_adaptive\": true, \"speculative_adaptive_config\": \"$PW
 STEPS0_VARS="$ALL3_BF16_VARS $KV_ONLY_VAR SGLANG_SPEC_STEPS0_AS_DECODE SGLANG_SPEC_KV_ONLY_DEFER_CYCLES=16"
 LEAN_VARS="$STEPS0_VARS SGLANG_SPEC_STEPS0_LEAN_CYCLE"  # patch 0043 on top
 S0_VS_LEAN="--variant s0=/tmp/site-fork --variant lean=/tmp/site-fork $(variant_env s0 $STEPS0_VARS) $(variant_env lean $LEAN_VARS)"
+OFF_VARS="$STEPS0_VARS SGLANG_SPEC_OFF_PATH"  # patches 0045-0047: a steps-0 batch served as a plain decode cycle
 SKIP0="--variant-env all3:SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND=1"  # steps 0 without its draft extend (draft KV left behind)
 stock_held_site() {  # echo a copy of the stock site with patch 0040's logging alone, made once per host
   # (benchmark/patches/stock-graph-memory-held.patch): a variant on it reads stock's graph_held_gb. Its files come
