@@ -369,6 +369,8 @@ class MHAPool:
 def draft_worker_defs(tree: Path, **c: Any) -> dict[str, Any]:
     names = ["EagleDraftWorker._draft_kv_only_supported", "EagleDraftWorker._draft_extend_kv_only",
              "EagleDraftWorker._write_draft_kv"]
+    if "def keep_draft_kv_rows" in source(tree, WORKER).read_text():
+        names.append("EagleDraftWorker.keep_draft_kv_rows")  # 0045: 0038's keep, shared with the off path
     extra = {
         "get_spec": lambda: SimpleNamespace(speculative_use_rejection_sampling=c.get("rejection", False)),
         "require_gathered_buffer": lambda server_args: c.get("gathered", False),
@@ -398,6 +400,9 @@ class DraftWorker:
 
     def _write_draft_kv(self, *rows: torch.Tensor) -> None:
         self.defs["EagleDraftWorker._write_draft_kv"](self, *rows)
+
+    def keep_draft_kv_rows(self, *args: Any) -> None:
+        self.defs["EagleDraftWorker.keep_draft_kv_rows"](self, *args)
 
     def extend(self, batch: Any, result: Any) -> bool:
         return self.defs["EagleDraftWorker._draft_extend_kv_only"](self, batch, result)
