@@ -52,6 +52,7 @@ def off_defs(tree: Path, as_decode: bool = True) -> dict[str, Any]:
     }
     names = ["EAGLEWorkerV2._spec_off_path_supported", "EAGLEWorkerV2.spec_off_ok",
              "EAGLEWorkerV2.forward_decode_off", "EAGLEWorkerV2._target_decode_step",
+             "EAGLEWorkerV2._decode_graphs_serve",
              "EAGLEWorkerV2.activate_step_by_batch"]
     defs = tree_defs(tree, WORKER, names, extra=extra)
     defs |= tree_defs(tree, WORKER, ["EagleDraftWorker.keep_draft_kv_rows"], extra={"torch": torch})

@@ -83,7 +83,7 @@ def worker_defs(tree: Path, monkeypatch: pytest.MonkeyPatch, kv_only: bool = Tru
              "EAGLEWorkerV2.activate_step_by_batch", "EAGLEWorkerV2._kv_only_extend_wanted",
              "EAGLEWorkerV2._steps0_lean_relay", "EAGLEWorkerV2._steps0_accept_lens_host"]
     if "def _target_decode_step" in source(tree, WORKER).read_text():
-        names.append("EAGLEWorkerV2._target_decode_step")  # 0045: shared with the off path
+        names += ["EAGLEWorkerV2._target_decode_step", "EAGLEWorkerV2._decode_graphs_serve"]  # 0045: shared
     defs = tree_defs(tree, WORKER, names, extra=extra)
     Locs.calls = []
     monkeypatch.setitem(sys.modules, CACHE_LOCS, SimpleNamespace(assign_extend_cache_locs_uniform_func=Locs.assign))
