@@ -307,7 +307,7 @@ def run_backend(tree: Path, fwd: dict, case: Case, x: dict, grouped: bool, mode:
     for name, value in layer_overrides.items():
         setattr(layer, name, value)
     batch = types.SimpleNamespace(
-        out_cache_loc=out_cache_loc,
+        out_cache_loc=out_cache_loc, attn_attend_prefix_cache=None,  # a ForwardBatch's default (patch 0048 reads it)
         forward_mode=types.SimpleNamespace(is_target_verify=lambda: not draft_extend,
                                            is_draft_extend_v2=lambda: draft_extend))
     o = defs["TritonAttnBackend.forward_extend"](
