@@ -384,6 +384,13 @@ def back_on(sim: Sim) -> list[int]:
     return lens
 
 
+def settle(sim: Sim, off_cycles: int) -> None:
+    """More off cycles, back on, and the whole pool accounted for."""
+    off_stretch(sim, off_cycles)
+    back_on(sim)
+    check_no_leak(sim)
+
+
 @pytest.mark.parametrize("tree_name", TREES)
 def test_a_prefill_merged_into_an_off_batch_decodes_off_from_its_prompt(trees, monkeypatch, tree_name: str) -> None:
     """get_next_batch_to_run merges a finished prefill into the running batch. An off batch has no draft input,
@@ -403,9 +410,7 @@ def test_a_prefill_merged_into_an_off_batch_decodes_off_from_its_prompt(trees, m
     assert seen["seq_lens"][-1] == 8 and seen["committed_at_prepare"][-1] == 8
     assert seen["out_cache_loc"][-1] == int(kv.req_to_token[2, 7]), "the prompt's next position, reserved"
     assert new.kv.kv_allocated_len == 7 + RESERVE
-    off_stretch(sim, 3)
-    back_on(sim)
-    check_no_leak(sim)
+    settle(sim, off_cycles=3)
 
 
 @pytest.mark.parametrize("tree_name", TREES)
@@ -424,9 +429,7 @@ def test_a_prefill_merged_into_a_spec_batch_that_goes_off_resolves_every_length(
     assert seen["seq_lens"] == [n + 1 for n in written]
     assert seen["out_cache_loc"] == [int(kv.req_to_token[r.req_pool_idx, n]) for r, n in zip(batch.reqs, written)]
     assert [r.kv_committed_len for r in batch.reqs] == [n + 1 for n in written]
-    off_stretch(sim, 2)
-    back_on(sim)
-    check_no_leak(sim)
+    settle(sim, off_cycles=2)
 
 
 @pytest.mark.parametrize("tree_name", TREES)
@@ -455,9 +458,7 @@ def test_a_request_retracted_while_off_frees_its_reservation_and_comes_back(tree
     seen = sim.cycle(off=True)
     assert seen["seq_lens"][-1] == decoded + 1
     assert seen["out_cache_loc"][-1] == int(kv.req_to_token[3, decoded]) and seen["out_cache_loc"][-1] not in kv.freed
-    off_stretch(sim, 2)
-    back_on(sim)
-    check_no_leak(sim)
+    settle(sim, off_cycles=2)
 
 
 @pytest.mark.parametrize("tree_name", TREES)
