@@ -1,4 +1,4 @@
-# session 38, call A: `bash test/gpu/queue/s38a.sh` (~450 s with kimi16-acc3 drawn; on a fresh host the draw and first
+# session 38, call A: `bash test/gpu/queue/s38a.sh` (~500 s with kimi16-acc3 drawn; on a fresh host the draw and first
 # compiles add ~150 s, so give it the call alone). Patch 0048 (SGLANG_ENABLE_TRITON_MLA_CHUNKED_PREFIX), first GPU
 # run: kimi16 at --page-size 64 with 16k-token prompts, so that each prompt's second 8k chunk attends to a cached 8k
 # prefix. Two variants of the fork in one process: `base` (absorbed MLA over the prefix, as 0.5.17) and `chunk`
@@ -11,6 +11,11 @@
 set -uo pipefail
 [ -d /tmp/site-fork/sglang ] && export FASTPATH_PREFLIGHT_DONE=1
 source test/gpu/device_bench.sh; rm -rf $BB/*
+# one layer first (~60 s with compiles): 0.5.17's absorbed MLA against 0048's chunked MHA, 8k new tokens over an 8k /
+# 16k cached prefix, 64 heads (TP 1) and 8 (TP 8), each checked against a float32 reference before it is timed
+timeout 150 python3 -m benchmark.tools.mla_prefill_bench --out $OUT/mla-prefill --heads 64,8 --prefix 8192,16384 \
+  --budget-s 100 > $L/mla-prefill.log 2>&1
+say "mla prefill bench rc=$?"; tail -7 $L/mla-prefill.log
 draw kimi16-acc3 kimi --layers 16 --routed-experts 96 --draft-accept-length 3
 P64="{\"page_size\": 64, \"mem_fraction_static\": 0.65}"
 V="--variant base=/tmp/site-fork --variant chunk=/tmp/site-fork $(variant_env chunk SGLANG_ENABLE_TRITON_MLA_CHUNKED_PREFIX)"
