@@ -130,14 +130,15 @@ def test_the_switch_exists_and_defaults_off(trees, monkeypatch, tree_name: str) 
 
 
 def dispatch(tree: Path, prefix: list[int], disabled: bool = False, speculative: bool = False,
-             deterministic: bool = False) -> str:
+             deterministic: bool = False, prefill_cp: bool = False) -> str:
     methods = types.SimpleNamespace(MLA="MLA", MHA="MHA", MHA_CHUNKED_KV="MHA_CHUNKED_KV")
     fn = tree_defs(tree, HANDLER, ["handle_attention_triton"], extra={
         "is_in_tc_piecewise_cuda_graph": lambda: False, "is_in_breakable_cuda_graph": lambda: False,
         "get_exec": lambda: types.SimpleNamespace(
             deterministic=types.SimpleNamespace(enable_deterministic_inference=deterministic)),
         "_dispatch_mla_subtype": lambda attn, batch: "MLA", "AttnForwardMethod": methods,
-        "_can_use_triton_dense_fp8_prefill": lambda attn, batch: False})["handle_attention_triton"]
+        "_can_use_triton_dense_fp8_prefill": lambda attn, batch: False,
+        "mla_use_prefill_cp": lambda batch: prefill_cp})["handle_attention_triton"]
     attn = types.SimpleNamespace(disable_chunked_prefix_cache=disabled, chunked_prefix_cache_threshold=8192)
     batch = types.SimpleNamespace(extend_prefix_lens_cpu=prefix, forward_mode=types.SimpleNamespace(
         is_extend_without_speculative=lambda: not speculative))
@@ -154,6 +155,7 @@ def test_a_long_cached_prefix_goes_to_chunked_mha(trees, tree_name: str) -> None
     assert dispatch(tree, [16384], disabled=True) == "MLA"  # --disable-chunked-prefix-cache, or the gate
     assert dispatch(tree, [16384], speculative=True) == "MLA"  # target verify, draft extend
     assert dispatch(tree, [16384], deterministic=True) == "MLA"
+    assert dispatch(tree, [16384], prefill_cp=True) == "MLA"  # MLA prefill CP keeps absorbed MLA everywhere
 
 
 def gate(tree: Path, monkeypatch: pytest.MonkeyPatch, backend: str, switch: bool, mla: bool = True) -> bool:
