@@ -4,9 +4,10 @@ chunked-prefix MHA, on the Triton extend kernel, one GPU.
 Run on a GPU host with the fork's site first on PYTHONPATH (``source test/gpu/device_env.sh``), the bundle built
 with patch 0048:
 
-    python3 -m benchmark.tools.mla_prefill_bench --out $OUT/mla-prefill --heads 64,8 --prefix 8192,16384 --budget-s 90
+    python3 -m benchmark.tools.mla_prefill_bench --out $OUT/mla-prefill --heads 64,8 --prefix 2048,8192,16384 \
+        --extend 8192,512 --budget-s 100
 
-One request: ``extend`` new tokens (the chunk being prefilled, 8192 by default) over ``prefix`` cached ones, Kimi's
+One request: ``extend`` new tokens (the chunk being prefilled; 8192 by default) over ``prefix`` cached ones, Kimi's
 attention shapes (kv_lora 512, rope 64, nope 128, v 128), ``heads`` query heads a rank (64 at TP 1, 8 at TP 8), bf16,
 random inputs and ``kv_b_proj`` weight. Two variants compute the same attention:
 
@@ -222,7 +223,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--out", type=Path, required=True, help="folder for results.json")
     ap.add_argument("--heads", default="64,8", help="query heads a rank, comma-separated (64: TP 1; 8: TP 8)")
     ap.add_argument("--prefix", default="8192,16384", help="cached prefix lengths, comma-separated")
-    ap.add_argument("--extend", type=int, default=8192, help="new tokens (the chunk being prefilled)")
+    ap.add_argument("--extend", default="8192", help="new tokens (the chunk being prefilled), comma-separated")
     ap.add_argument("--chunk", type=int, default=128 * 1024, help="prefix tokens a chunk (SGLANG_MAX_KV_CHUNK_CAPACITY)")
     ap.add_argument("--reps", type=int, default=5, help="timed calls a variant and point")
     ap.add_argument("--budget-s", type=float, default=120.0, help="start no new point after this many seconds")
@@ -235,19 +236,20 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + args.budget_s
     records, checks = [], []
-    for heads in map(int, args.heads.split(",")):
-        for prefix in map(int, args.prefix.split(",")):
-            if time.monotonic() > deadline:
-                checks.append({"heads": heads, "ctx": prefix, "skipped": "budget"})
-                continue
-            x = make_layer(heads, prefix, args.extend, seed=heads * 100003 + prefix)
-            runs = {"absorbed": absorbed(x, extend_fwd), "chunked": chunked(x, extend_fwd, chunk_fwd, merge, args.chunk)}
-            got, check = point(x, runs, args.reps, timed=True)
-            records += got
-            checks.append(check)
-            print(json.dumps(check), flush=True)
-            del x, runs
-            torch.cuda.empty_cache()
+    points = [(h, p, e) for h in map(int, args.heads.split(",")) for e in map(int, args.extend.split(","))
+              for p in map(int, args.prefix.split(","))]
+    for heads, prefix, extend in points:
+        if time.monotonic() > deadline:
+            checks.append({"heads": heads, "ctx": prefix, "extend": extend, "skipped": "budget"})
+            continue
+        x = make_layer(heads, prefix, extend, seed=heads * 100003 + prefix + 7 * extend)
+        runs = {"absorbed": absorbed(x, extend_fwd), "chunked": chunked(x, extend_fwd, chunk_fwd, merge, args.chunk)}
+        got, check = point(x, runs, args.reps, timed=True)
+        records += got
+        checks.append(check)
+        print(json.dumps(check), flush=True)
+        del x, runs
+        torch.cuda.empty_cache()
     (args.out / "results.json").write_text(json.dumps(
         {"records": records, "checks": checks, "merge": merge_name, "device": torch.cuda.get_device_name(),
          "peak_bf16_flops": PEAK_BF16_FLOPS}, indent=1))
