@@ -25,10 +25,14 @@ def _child(tree: str) -> list[dict]:
     _, extend = load_kernels(Path(tree))
     method = load_defs(source(Path(tree), BACKEND), ["TritonAttnBackend._forward_extend_chunked_prefix"],
                        {"MAX_VERIFY_TOKENS": 8})["TritonAttnBackend._forward_extend_chunked_prefix"]
-    x = bench.make_layer(heads=3, prefix=40, extend=12, seed=7, dtype=torch.float16)
-    runs = {"absorbed": bench.absorbed(x, extend), "chunked": bench.chunked(x, extend, method, bench.torch_merge, 16)}
-    records, check = bench.point(x, runs, reps=0, timed=False)
-    return [{"case": {"name": "small"}, "records": records, **check}]
+    out = []
+    for name, prefix in (("small", 40), ("no-prefix", 0)):  # three prefix chunks; a first chunk (no chunk at all)
+        x = bench.make_layer(heads=3, prefix=prefix, extend=12, seed=7, dtype=torch.float16)
+        runs = {"absorbed": bench.absorbed(x, extend),
+                "chunked": bench.chunked(x, extend, method, bench.torch_merge, 16)}
+        records, check = bench.point(x, runs, reps=0, timed=False)
+        out.append({"case": {"name": name}, "records": records, **check})
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -37,8 +41,9 @@ def results(trees) -> dict[str, dict]:  # noqa: F811
 
 
 @pytest.mark.slow  # the TRITON_INTERPRET child process, about 10 s on 2 cores
-def test_both_variants_compute_the_same_attention(results: dict[str, dict]) -> None:
-    r = results["small"]
+@pytest.mark.parametrize("name", ["small", "no-prefix"])
+def test_both_variants_compute_the_same_attention(results: dict[str, dict], name: str) -> None:
+    r = results[name]
     assert r["ok"] and r["records"] == [], r  # checked, not timed
     assert r["rel_absorbed"] < 5e-3 and r["rel_chunked"] < 5e-3 and r["rel_between"] < 5e-3, r
 

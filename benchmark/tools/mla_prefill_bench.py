@@ -4,7 +4,7 @@ chunked-prefix MHA, on the Triton extend kernel, one GPU.
 Run on a GPU host with the fork's site first on PYTHONPATH (``source test/gpu/device_env.sh``), the bundle built
 with patch 0048:
 
-    python3 -m benchmark.tools.mla_prefill_bench --out $OUT/mla-prefill --heads 64,8 --prefix 2048,8192,16384 \
+    python3 -m benchmark.tools.mla_prefill_bench --out $OUT/mla-prefill --heads 64,8 --prefix 0,2048,8192,16384 \
         --extend 8192,512 --budget-s 100
 
 One request: ``extend`` new tokens (the chunk being prefilled; 8192 by default) over ``prefix`` cached ones, Kimi's

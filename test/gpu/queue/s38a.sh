@@ -12,10 +12,11 @@ set -uo pipefail
 [ -d /tmp/site-fork/sglang ] && export FASTPATH_PREFLIGHT_DONE=1
 source test/gpu/device_bench.sh; rm -rf $BB/*
 # one layer first (~60 s with compiles): 0.5.17's absorbed MLA against 0048's chunked MHA, 8k new tokens (a long
-# prompt's next chunk) and 512 (a short prompt after a radix hit) over 2k / 8k / 16k cached, 64 heads (TP 1) and 8
+# prompt's next chunk) and 512 (a short prompt after a radix hit) over 0 (a first chunk: MHA is what 0.5.17 runs
+# there) / 2k / 8k / 16k cached, 64 heads (TP 1) and 8
 # (TP 8), each checked against a float32 reference before it is timed: where chunked MHA starts to pay, beside
 # upstream's threshold (8192 cached tokens)
-timeout 150 python3 -m benchmark.tools.mla_prefill_bench --out $OUT/mla-prefill --heads 64,8 --prefix 2048,8192,16384 \
+timeout 150 python3 -m benchmark.tools.mla_prefill_bench --out $OUT/mla-prefill --heads 64,8 --prefix 0,2048,8192,16384 \
   --extend 8192,512 --budget-s 100 > $L/mla-prefill.log 2>&1
 say "mla prefill bench rc=$?"; tail -13 $L/mla-prefill.log
 draw kimi16-acc3 kimi --layers 16 --routed-experts 96 --draft-accept-length 3
