@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 import torch
 from sglang_trees import SHOWS_THE_BUG, TreeImporter, assert_switch_default, load_defs, source, tree_defs
+from sglang_trees import env_flag as flag
 from sglang_trees import trees  # noqa: F401 (a fixture)
 from test_verify_grouped_attention import BACKEND, interpreted_results, load_kernels
 
@@ -83,19 +84,21 @@ def run_chunked(tree: Path, extend_fwd) -> dict:
                                   logit_capping_method="tanh", logit_cap=0.0, scaling=scale)
     chunks = [[min(max(p - c, 0), CHUNK) for p in PREFIX] for c in range(0, max(PREFIX), CHUNK)]
     batch = types.SimpleNamespace(
+        forward_mode=types.SimpleNamespace(is_extend_without_speculative=lambda: True),
         extend_prefix_lens_cpu=PREFIX, mha_return_lse=True, attn_attend_prefix_cache=False, prefix_chunk_idx=None,
         prefix_chunk_cu_seq_lens=[torch.tensor([0] + c).cumsum(0).to(torch.int32) for c in chunks],
         prefix_chunk_has_zero_kv=[0 in c for c in chunks])
     forward_extend = defs["TritonAttnBackend.forward_extend"]
 
-    o, lse = forward_extend(backend, q, k[ext_rows], v[ext_rows], layer, batch, save_kv_cache=False)
+    # v as the model passes it: a strided view of kv_b_proj's output
+    o, lse = forward_extend(backend, q, k[ext_rows], kv[ext_rows][..., LV:], layer, batch, save_kv_cache=False)
     first_nan = bool(torch.isnan(o).any())
     batch.attn_attend_prefix_cache = True
     chunk_nan = []
     for i, lens in enumerate(chunks):
         batch.prefix_chunk_idx = i
         rows = torch.cat([torch.arange(s + i * CHUNK, s + i * CHUNK + n) for s, n in zip(starts, lens)])
-        o_c, lse_c = forward_extend(backend, q, k[rows], v[rows], layer, batch, save_kv_cache=False)
+        o_c, lse_c = forward_extend(backend, q, k[rows], kv[rows][..., LV:], layer, batch, save_kv_cache=False)
         chunk_nan.append(bool(torch.isnan(o_c).any()))
         o, lse = merge(o_c, lse_c, o, lse)
     ref = causal_reference(q, k, v, scale)
@@ -130,7 +133,8 @@ def test_the_switch_exists_and_defaults_off(trees, monkeypatch, tree_name: str) 
 
 
 def dispatch(tree: Path, prefix: list[int], disabled: bool = False, speculative: bool = False,
-             deterministic: bool = False, prefill_cp: bool = False) -> str:
+             deterministic: bool = False, prefill_cp: bool = False, switch: bool = True, cuda: bool = True,
+             mixed: bool = False) -> str:
     methods = types.SimpleNamespace(MLA="MLA", MHA="MHA", MHA_CHUNKED_KV="MHA_CHUNKED_KV")
     fn = tree_defs(tree, HANDLER, ["handle_attention_triton"], extra={
         "is_in_tc_piecewise_cuda_graph": lambda: False, "is_in_breakable_cuda_graph": lambda: False,
@@ -138,10 +142,11 @@ def dispatch(tree: Path, prefix: list[int], disabled: bool = False, speculative:
             deterministic=types.SimpleNamespace(enable_deterministic_inference=deterministic)),
         "_dispatch_mla_subtype": lambda attn, batch: "MLA", "AttnForwardMethod": methods,
         "_can_use_triton_dense_fp8_prefill": lambda attn, batch: False,
-        "mla_use_prefill_cp": lambda batch: prefill_cp})["handle_attention_triton"]
+        "mla_use_prefill_cp": lambda batch: prefill_cp, "_is_cuda": cuda,
+        "envs": types.SimpleNamespace(SGLANG_ENABLE_TRITON_MLA_CHUNKED_PREFIX=flag(switch))})["handle_attention_triton"]
     attn = types.SimpleNamespace(disable_chunked_prefix_cache=disabled, chunked_prefix_cache_threshold=8192)
     batch = types.SimpleNamespace(extend_prefix_lens_cpu=prefix, forward_mode=types.SimpleNamespace(
-        is_extend_without_speculative=lambda: not speculative))
+        is_extend_without_speculative=lambda: not speculative, is_mixed=lambda: mixed))
     return fn(attn, batch)
 
 
@@ -156,6 +161,58 @@ def test_a_long_cached_prefix_goes_to_chunked_mha(trees, tree_name: str) -> None
     assert dispatch(tree, [16384], speculative=True) == "MLA"  # target verify, draft extend
     assert dispatch(tree, [16384], deterministic=True) == "MLA"
     assert dispatch(tree, [16384], prefill_cp=True) == "MLA"  # MLA prefill CP keeps absorbed MLA everywhere
+    # the switch itself, not only the gate: another backend's gate (--prefill-attention-backend triton beside fa3,
+    # a Triton MLA draft beside an fa3 target) leaves the chunked prefix cache on with the switch unset
+    assert dispatch(tree, [16384], switch=False) == "MLA"
+    assert dispatch(tree, [16384], cuda=False) == "MLA"  # the model merges with sgl-kernel, CUDA only
+    assert dispatch(tree, [16384], mixed=True) == "MLA"  # a mixed batch's decode rows are no prefix to decompress
+
+
+class ReachedTheUsualPath(Exception):
+    """Raised where forward_extend goes on past the chunked-prefix branch."""
+
+
+class UsualPathBackend:
+    """A backend whose chunked-prefix method records its calls and whose usual path stops at its first read."""
+
+    def __init__(self) -> None:
+        self.chunked: list[bool] = []
+
+    def _forward_extend_chunked_prefix(self, *args) -> str:
+        self.chunked.append(True)
+        return "chunked"
+
+    def __getattr__(self, name: str):
+        raise ReachedTheUsualPath(name)
+
+
+@pytest.mark.parametrize("tree_name", TREES)
+def test_only_a_plain_extend_with_the_flag_set_takes_the_chunked_branch(trees, tree_name: str) -> None:
+    """forward_extend takes the branch on the ForwardBatch's attn_attend_prefix_cache, which the model leaves set
+    after its chunked calls: a verify or draft-extend batch, a batch without a prefix or without the flag must go
+    the usual way."""
+    defs = load_defs(source(trees.get(tree_name), BACKEND), ["logit_capping_mod", "TritonAttnBackend.forward_extend"],
+                     {"KVWriteLoc": None, "SWAKVPool": type("NoPool", (), {}), "MAX_VERIFY_TOKENS": 8,
+                      "AttentionType": types.SimpleNamespace(ENCODER_ONLY="e", DECODER_BIDIRECTIONAL="b")})
+    layer = types.SimpleNamespace(qk_head_dim=192, v_head_dim=128, tp_q_head_num=2, logit_capping_method="tanh",
+                                  logit_cap=0.0, is_cross_attention=False, attn_type="decoder")
+    q, k, v = torch.zeros(3, 2, 192), torch.zeros(3, 2, 192), torch.zeros(3, 2, 128)
+
+    def took_branch(flag_value, plain_extend: bool, prefix: list[int]) -> bool:
+        backend = UsualPathBackend()
+        batch = types.SimpleNamespace(attn_attend_prefix_cache=flag_value, extend_prefix_lens_cpu=prefix,
+                                      forward_mode=types.SimpleNamespace(
+                                          is_extend_without_speculative=lambda: plain_extend))
+        try:
+            out = defs["TritonAttnBackend.forward_extend"](backend, q, k, v, layer, batch, save_kv_cache=False)
+        except ReachedTheUsualPath:
+            return False
+        return out == "chunked" and backend.chunked == [True]
+
+    assert took_branch(True, True, [5]) and took_branch(False, True, [5])
+    assert not took_branch(True, False, [5]), "a verify or draft-extend batch with the flag left set"
+    assert not took_branch(None, True, [5]), "absorbed MLA's own extend"
+    assert not took_branch(True, True, [0]), "no cached prefix"
 
 
 def gate(tree: Path, monkeypatch: pytest.MonkeyPatch, backend: str, switch: bool, mla: bool = True) -> bool:
