@@ -26,6 +26,8 @@ from sglang_trees import env_flag as flag
 from sglang_trees import trees  # noqa: F401 (a fixture)
 from test_verify_grouped_attention import BACKEND, interpreted_results, load_kernels
 
+from benchmark.tools.mla_prefill_bench import torch_merge as merge  # merge_state_v2's arithmetic
+
 SWITCH = "SGLANG_ENABLE_TRITON_MLA_CHUNKED_PREFIX"
 HANDLER = "sglang.srt.models.deepseek_common.attention_backend_handler"
 GATE = "sglang.srt.model_executor.model_runner_components.misc_utils"
@@ -45,15 +47,6 @@ def causal_reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: f
         out.append(torch.einsum("hqk,khd->qhd", scores.softmax(-1), vi))
         qs, ks = qs + e, ks + p + e
     return torch.cat(out)
-
-
-def merge(o_a: torch.Tensor, lse_a: torch.Tensor, o_b: torch.Tensor, lse_b: torch.Tensor) -> tuple:
-    """merge_state_v2's arithmetic: states weighted by exp(LSE), natural log, -inf taking no weight."""
-    top = torch.maximum(lse_a, lse_b)
-    w_a, w_b = torch.exp(lse_a - top), torch.exp(lse_b - top)
-    total = w_a + w_b
-    o = o_a.float() * (w_a / total)[..., None] + o_b.float() * (w_b / total)[..., None]
-    return o.to(o_a.dtype), torch.log(total) + top
 
 
 def run_chunked(tree: Path, extend_fwd) -> dict:
