@@ -207,7 +207,6 @@ class Sim:
             spec_prepare_for_decode=self.kv.reserve, spec_need_hidden_states=lambda: True))
         self.token = 50
         self.last: dict[int, int] = {}  # pool index -> the token its request's next cycle takes as input
-        self.prompts: dict[str, int] = {}
         self.batch = self.prefill([("r0", 1, PROMPT[0]), ("r1", 3, PROMPT[1]), ("r2", 4, PROMPT[2])])
         self.pending: Optional[list[tuple[Any, int]]] = None  # a spec result not yet processed
 
@@ -216,7 +215,6 @@ class Sim:
         length published, its sampled token and the draft's extras stashed, its draft input on its futures."""
         made = [new_req(rid, idx, n) for rid, idx, n in reqs]
         for req in made:
-            self.prompts[req.rid] = req.kv_committed_len
             self.kv.prefill(req)
         rpi = torch.tensor([idx for _, idx, _ in reqs])
         batch = self.batch_class(reqs=made, req_pool_indices=rpi, seq_lens=torch.tensor([n for _, _, n in reqs]),
