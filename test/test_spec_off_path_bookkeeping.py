@@ -553,3 +553,50 @@ def test_an_off_result_is_a_decode_result_that_feeds_the_policy(trees, monkeypat
         assert ids == [[4], [5], [6]] and fed == [([0, 0, 0], 3)]
     else:
         assert ids == [["spec"]] * 3 and fed == []
+
+
+
+REPORTER = "sglang.srt.managers.scheduler_components.metrics_reporter"
+
+
+def decode_log_line(tree: Path, spec_cycles: int) -> tuple[list[str], SimpleNamespace]:
+    """(the lines the tree's report_decode_stats logs at an interval's end, the reporter) after an interval of
+    ``spec_cycles`` spec forwards accepting 3 tokens each (the rest ran off speculation)."""
+    TreeImporter.use(tree)
+    lines: list[str] = []
+    fn = tree_defs(tree, REPORTER, ["SchedulerMetricsReporter.report_decode_stats"], extra={
+        "RECORD_STEP_TIME": False, "LOG_FORWARD_ITERS": False, "ENABLE_METRICS_DEVICE_TIMER": False,
+        "logger": SimpleNamespace(info=lines.append), "QueueCount": None, "compute_routing_key_stats": None,
+        "DisaggregationMode": SimpleNamespace(PREFILL="prefill", DECODE="decode"),
+        "get_spec": lambda: SimpleNamespace(speculative_num_draft_tokens=4, speculative_num_steps=3)},
+    )["SchedulerMetricsReporter.report_decode_stats"]  # fmt: skip
+    pool = SimpleNamespace(get_decode_usage_msg_parts=lambda: ["token usage: 0.01"])
+    scheduler = SimpleNamespace(
+        spec_algorithm=SimpleNamespace(is_none=lambda: False, is_dspark=lambda: False),
+        pool_stats_observer=SimpleNamespace(get_pool_stats=lambda: pool), forward_ct=0, waiting_queue=[],
+        disaggregation_mode="null", server_args=SimpleNamespace(language_only=False),
+        kv_events_publisher=SimpleNamespace(emit_kv_metrics=lambda: None, publish_kv_events=lambda: None))  # fmt: skip
+    reporter = SimpleNamespace(
+        current_scheduler_metrics_enabled=False, is_stats_logging_rank=True, enable_mfu_metrics=False,
+        forward_ct_decode=0, decode_log_interval=40, last_decode_stats_tic=0.0, num_generated_tokens=0,
+        spec_num_accept_tokens=3 * spec_cycles, spec_num_forward_ct=spec_cycles, spec_num_block_accept_tokens=0,
+        spec_num_cap_tokens=0, spec_total_num_accept_tokens=0, spec_total_num_forward_ct=0,
+        scheduler=scheduler, _graph_backend_label="cuda graph")  # fmt: skip
+    try:
+        fn(reporter, True, running_batch=SimpleNamespace(reqs=[object()] * 2, forward_iter=None))
+    except ZeroDivisionError as error:
+        pytest.fail(f"the decode log divided by zero spec forwards: {error}")
+    return lines, reporter
+
+
+@pytest.mark.parametrize("tree_name", TREES)
+def test_a_log_interval_of_off_cycles_reports_speculation_off(trees, tree_name: str) -> None:
+    """An interval whose cycles all ran off speculation counts no spec forwards (an off result adds no spec
+    metrics). The decode log line says so instead of dividing by zero, which killed the scheduler in the off
+    path's first GPU run (session 39); an interval with spec cycles still reports their accept length."""
+    tree = trees.get(tree_name)
+    lines, reporter = decode_log_line(tree, spec_cycles=2)
+    assert len(lines) == 1 and "accept len: 3.00" in lines[0] and reporter.spec_total_num_forward_ct == 2
+    lines, reporter = decode_log_line(tree, spec_cycles=0)
+    assert len(lines) == 1 and "speculation off" in lines[0] and "accept len" not in lines[0]
+    assert reporter.spec_num_forward_ct == 0 and reporter.spec_total_num_forward_ct == 0
