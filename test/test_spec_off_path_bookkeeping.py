@@ -581,7 +581,7 @@ def decode_log_line(tree: Path, spec_cycles: int) -> tuple[list[str], SimpleName
         forward_ct_decode=0, decode_log_interval=40, last_decode_stats_tic=0.0, num_generated_tokens=0,
         spec_num_accept_tokens=3 * spec_cycles, spec_num_forward_ct=spec_cycles, spec_num_block_accept_tokens=0,
         spec_num_cap_tokens=0, spec_total_num_accept_tokens=0, spec_total_num_forward_ct=0,
-        scheduler=scheduler, _graph_backend_label="cuda graph")  # fmt: skip
+        spec_num_proposed_drafts=3 * spec_cycles, scheduler=scheduler, _graph_backend_label="cuda graph")  # fmt: skip
     try:
         fn(reporter, True, running_batch=SimpleNamespace(reqs=[object()] * 2, forward_iter=None))
     except ZeroDivisionError as error:
