@@ -27,6 +27,7 @@ import torch
 from sglang_trees import SHOWS_THE_BUG, TreeImporter, source, tree_defs
 from sglang_trees import trees  # noqa: F401 (a fixture)
 from test_fused_spec_stash import Spec
+from test_spec_accept_rate import reporter
 
 BATCH = "sglang.srt.managers.schedule_batch"
 SCHED = "sglang.srt.managers.scheduler"
@@ -556,37 +557,17 @@ def test_an_off_result_is_a_decode_result_that_feeds_the_policy(trees, monkeypat
 
 
 
-REPORTER = "sglang.srt.managers.scheduler_components.metrics_reporter"
-
-
 def decode_log_line(tree: Path, spec_cycles: int) -> tuple[list[str], SimpleNamespace]:
     """(the lines the tree's report_decode_stats logs at an interval's end, the reporter) after an interval of
     ``spec_cycles`` spec forwards accepting 3 tokens each (the rest ran off speculation)."""
-    TreeImporter.use(tree)
-    lines: list[str] = []
-    fn = tree_defs(tree, REPORTER, ["SchedulerMetricsReporter.report_decode_stats"], extra={
-        "RECORD_STEP_TIME": False, "LOG_FORWARD_ITERS": False, "ENABLE_METRICS_DEVICE_TIMER": False,
-        "logger": SimpleNamespace(info=lines.append), "QueueCount": None, "compute_routing_key_stats": None,
-        "DisaggregationMode": SimpleNamespace(PREFILL="prefill", DECODE="decode"),
-        "get_spec": lambda: SimpleNamespace(speculative_num_draft_tokens=4, speculative_num_steps=3)},
-    )["SchedulerMetricsReporter.report_decode_stats"]  # fmt: skip
-    pool = SimpleNamespace(get_decode_usage_msg_parts=lambda: ["token usage: 0.01"])
-    scheduler = SimpleNamespace(
-        spec_algorithm=SimpleNamespace(is_none=lambda: False, is_dspark=lambda: False),
-        pool_stats_observer=SimpleNamespace(get_pool_stats=lambda: pool), forward_ct=0, waiting_queue=[],
-        disaggregation_mode="null", server_args=SimpleNamespace(language_only=False),
-        kv_events_publisher=SimpleNamespace(emit_kv_metrics=lambda: None, publish_kv_events=lambda: None))  # fmt: skip
-    reporter = SimpleNamespace(
-        current_scheduler_metrics_enabled=False, is_stats_logging_rank=True, enable_mfu_metrics=False,
-        forward_ct_decode=0, decode_log_interval=40, last_decode_stats_tic=0.0, num_generated_tokens=0,
-        spec_num_accept_tokens=3 * spec_cycles, spec_num_forward_ct=spec_cycles, spec_num_block_accept_tokens=0,
-        spec_num_cap_tokens=0, spec_total_num_accept_tokens=0, spec_total_num_forward_ct=0,
-        spec_num_proposed_drafts=3 * spec_cycles, scheduler=scheduler, _graph_backend_label="cuda graph")  # fmt: skip
+    rep, lines = reporter(tree, startup_k=4)
+    rep.spec_num_accept_tokens, rep.spec_num_forward_ct = 3 * spec_cycles, spec_cycles
+    rep.spec_num_proposed_drafts = 3 * spec_cycles
     try:
-        fn(reporter, True, running_batch=SimpleNamespace(reqs=[object()] * 2, forward_iter=None))
+        rep.report_decode_stats(True, running_batch=SimpleNamespace(reqs=[object()] * 2, forward_iter=None))
     except ZeroDivisionError as error:
         pytest.fail(f"the decode log divided by zero spec forwards: {error}")
-    return lines, reporter
+    return lines, rep
 
 
 @pytest.mark.parametrize("tree_name", TREES)
