@@ -199,6 +199,15 @@ def test_the_decode_rate_leaves_the_first_token_out(tmp_path, models, monkeypatc
         assert decode["n"] == 3
 
 
+def test_no_decode_rate_when_the_first_token_is_most_of_the_call(tmp_path, models, monkeypatch):
+    """A 1-token call of 10 ms against a 12-ms full call leaves 2 ms of decode: below the 25% share, no rate."""
+    generate = FakeEngine.generate
+    monkeypatch.setattr(e2e, "_generate", lambda engine, prompts, n: (0.010 if n == 1 else 0.012, generate(
+        engine, prompts, {"max_new_tokens": n})))
+    metrics = {x.get("metric") for x in _run_triton_job(tmp_path, models, runs=3)}
+    assert "tokens_per_s" in metrics and "decode_tokens_per_s" not in metrics
+
+
 def test_no_decode_rate_for_one_new_token(tmp_path, models):
     metrics = {x.get("metric") for x in _run_triton_job(tmp_path, models, output_len=1)}
     assert "tokens_per_s" in metrics and "decode_tokens_per_s" not in metrics
