@@ -77,8 +77,13 @@ def cycle(rep: Reporter, accept_lens: list[int], k: int | None) -> None:
     rep.update_spec_metrics(bs, correct, **kwargs)
 
 
-def logged_rate(rep: Reporter, lines: list[str]) -> float:
+def end_interval(rep: Reporter) -> None:
+    """The decode log interval's end: the tree's report_decode_stats over a batch of two."""
     rep.report_decode_stats(True, running_batch=SimpleNamespace(reqs=[object()] * 2, forward_iter=None))
+
+
+def logged_rate(rep: Reporter, lines: list[str]) -> float:
+    end_interval(rep)
     assert len(lines) == 1 and "accept rate: " in lines[0], lines
     return float(lines.pop().split("accept rate: ")[1].split(",")[0])
 

@@ -27,7 +27,7 @@ import torch
 from sglang_trees import SHOWS_THE_BUG, TreeImporter, source, tree_defs
 from sglang_trees import trees  # noqa: F401 (a fixture)
 from test_fused_spec_stash import Spec
-from test_spec_accept_rate import reporter
+from test_spec_accept_rate import cycle, end_interval, reporter
 
 BATCH = "sglang.srt.managers.schedule_batch"
 SCHED = "sglang.srt.managers.scheduler"
@@ -556,15 +556,14 @@ def test_an_off_result_is_a_decode_result_that_feeds_the_policy(trees, monkeypat
         assert ids == [["spec"]] * 3 and fed == []
 
 
-
-def decode_log_line(tree: Path, spec_cycles: int) -> tuple[list[str], SimpleNamespace]:
-    """(the lines the tree's report_decode_stats logs at an interval's end, the reporter) after an interval of
-    ``spec_cycles`` spec forwards accepting 3 tokens each (the rest ran off speculation)."""
+def decode_log_line(tree: Path, spec_rows: int) -> tuple[list[str], SimpleNamespace]:
+    """(the lines the tree's report_decode_stats logs at an interval's end, the reporter) after an interval whose
+    spec cycle verified ``spec_rows`` requests at K 4, accepting 3 tokens each (the rest ran off speculation)."""
     rep, lines = reporter(tree, startup_k=4)
-    rep.spec_num_accept_tokens, rep.spec_num_forward_ct = 3 * spec_cycles, spec_cycles
-    rep.spec_num_proposed_drafts = 3 * spec_cycles
+    if spec_rows:
+        cycle(rep, [3] * spec_rows, k=4)
     try:
-        rep.report_decode_stats(True, running_batch=SimpleNamespace(reqs=[object()] * 2, forward_iter=None))
+        end_interval(rep)
     except ZeroDivisionError as error:
         pytest.fail(f"the decode log divided by zero spec forwards: {error}")
     return lines, rep
@@ -576,8 +575,8 @@ def test_a_log_interval_of_off_cycles_reports_speculation_off(trees, tree_name: 
     metrics). The decode log line says so instead of dividing by zero, which killed the scheduler in the off
     path's first GPU run (session 39); an interval with spec cycles still reports their accept length."""
     tree = trees.get(tree_name)
-    lines, reporter = decode_log_line(tree, spec_cycles=2)
-    assert len(lines) == 1 and "accept len: 3.00" in lines[0] and reporter.spec_total_num_forward_ct == 2
-    lines, reporter = decode_log_line(tree, spec_cycles=0)
+    lines, rep = decode_log_line(tree, spec_rows=2)
+    assert len(lines) == 1 and "accept len: 3.00" in lines[0] and rep.spec_total_num_forward_ct == 2
+    lines, rep = decode_log_line(tree, spec_rows=0)
     assert len(lines) == 1 and "speculation off" in lines[0] and "accept len" not in lines[0]
-    assert reporter.spec_num_forward_ct == 0 and reporter.spec_total_num_forward_ct == 0
+    assert rep.spec_num_forward_ct == 0 and rep.spec_total_num_forward_ct == 0
