@@ -13,6 +13,7 @@ pristine release it patches).
 from __future__ import annotations
 
 import json
+import logging
 import math
 import random
 from collections import Counter
@@ -656,3 +657,20 @@ def test_a_candidate_that_never_gets_measured_is_given_up_after_max_tries(asp, t
         params.on_verify_complete([1] * 8, 8)
     assert small.cycle_s == {}
     assert small._tries == {1: 3, 3: 3}
+
+
+def test_each_result_s_cycle_time_is_logged_at_debug_level(trees, tmp_path: Path, caplog, monkeypatch) -> None:
+    """Patch 0051 (0.5.17 only): every result's time since the slot's previous one, with its step count and its
+    place since the switch, at debug level; the first result has no previous one."""
+    monkeypatch.delenv("SGLANG_SPEC_ADAPTIVE_POLICY", raising=False)
+    asp = TreeImporter.module(trees.get("patched"), MODULE)
+    params, clock = _clocked(asp, _config(tmp_path, "throughput"))
+    caplog.set_level(logging.DEBUG, logger=MODULE)
+    _serve(params, clock, lambda steps: 0.004, 0.7, batches=4)
+    lines = [r.getMessage() for r in caplog.records if "since the switch" in r.getMessage()]
+    assert lines[:3] == [f"Adaptive throughput slot (bs 1): steps 3, result {n} since the switch, 4.000 ms after the last"
+                         for n in (2, 3, 4)]  # fmt: skip
+    caplog.clear()
+    caplog.set_level(logging.INFO, logger=MODULE)
+    _serve(params, clock, lambda steps: 0.004, 0.7, batches=4)
+    assert not [r for r in caplog.records if "since the switch" in r.getMessage()]

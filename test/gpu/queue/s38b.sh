@@ -6,7 +6,7 @@
 # it should close that gap on the headline model if it closes it anywhere. Every bs held at steps 0 (S0_KIMI), plain
 # decode first in each process, `s0` (STEPS0_VARS, today's steps-0 cycle) vs `off` (OFF_VARS), bs 1 / 8, 3 runs,
 # greedy parity (EAGLE-3 vs plain decode in each; with every batch held at steps 0 the output must equal plain
-# decode's). Run `s37e.sh` (dense-8, the off path's first GPU run) before this one. If `off` reaches plain decode
+# decode's). The off path ran on dense-8 in session 40 (benchmark/results/20261205-1315-h100-tp1-dense8-steps0-held-off-path/). If `off` reaches plain decode
 # here, `s35g.sh` (0043 on kimi16) asks a question that no longer matters.
 set -uo pipefail
 [ -d /tmp/site-fork/sglang ] && export FASTPATH_PREFLIGHT_DONE=1
