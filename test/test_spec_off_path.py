@@ -184,6 +184,42 @@ def test_off_cycles_fill_the_log_and_switching_on_holds_steps0(trees, tree_name:
     assert worker._draft_kv_only_last is False
 
 
+class ReplayTarget(Target):
+    """A target whose DECODE graph replay publishes its pre-replay read-done event on the model runner, as
+    DecodeCudaGraphRunner.execute does for DECODE (``publishes`` False: a forward that published none)."""
+
+    def __init__(self, publishes: bool) -> None:
+        super().__init__()
+        self.publishes, self.model_runner.war_fastpath_read_done_event = publishes, None
+
+    def forward_batch_generation(self, batch: Any, forward_batch: Any = None, is_verify: bool = False) -> Any:
+        if self.publishes:
+            self.model_runner.war_fastpath_read_done_event = f"pre-replay {len(self.forwards)}"
+        return super().forward_batch_generation(batch, forward_batch, is_verify)
+
+
+@pytest.mark.parametrize("tree_name", TREES)
+def test_the_war_barrier_waits_for_the_decode_replays_snapshot_not_the_cycle(trees, tree_name: str) -> None:
+    # The scheduler fences its next writes on the draft runner's event (the spec worker's war_fastpath_runner).
+    # After an off cycle that is the DECODE replay's pre-replay event, as after plain decode, not one recorded
+    # after the whole cycle; the target runner's slot is left empty.
+    target = ReplayTarget(publishes=True)
+    worker = off_worker(trees.get(tree_name), target=target)
+    draft_runner = worker.draft_worker.draft_runner
+    for cycle in range(2):
+        worker.forward_decode_off(off_batch())
+        assert draft_runner.war_fastpath_read_done_event == f"pre-replay {cycle}"
+        assert target.model_runner.war_fastpath_read_done_event is None
+    # A forward that published none (e.g. eager) keeps the cycle-end event; an event an earlier forward left on
+    # the target runner (a steps-0 spec cycle's replay, which nobody takes) is never handed over.
+    target = ReplayTarget(publishes=False)
+    worker = off_worker(trees.get(tree_name), target=target)
+    target.model_runner.war_fastpath_read_done_event = "an earlier cycle's"
+    worker.forward_decode_off(off_batch())
+    event = worker.draft_worker.draft_runner.war_fastpath_read_done_event
+    assert event is not None and not isinstance(event, str)
+
+
 @pytest.mark.parametrize("tree_name", TREES)
 def test_a_failed_off_forward_puts_the_verify_graphs_back(trees, tree_name: str) -> None:
     target = Target(fail=True)

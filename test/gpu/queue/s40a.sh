@@ -1,20 +1,24 @@
 # session 40, call A (fresh or warm nvidia-h200 / nvidia-h100-x1; ~200 s a variant: one dense-8 process each; on a
-# fresh host `off` alone: `sed -i 's/for run in off off64/for run in off/' ...`). Issue 12: where the spec off path's
+# fresh host `off` alone: `sed -i 's/for run in off coarse off64/for run in off/' ...`). Issue 12: where the spec off path's
 # cycle loses to plain decode. Session 40 (one H100,
 # benchmark/results/20261205-1315-h100-tp1-dense8-steps0-held-off-path/): dense-8 held at steps 0, the off path ran
 # 0.84x / 0.94x / 0.86x / 0.78x plain decode at bs 1 / 8 / 32 / 64, its cycle's GPU-event span 0.07-0.41 ms longer
 # than a plain decode step, its runs 4-18% apart where plain decode's are 1%; no traces. Here the same model and
 # config at bs 1 / 64, 256 new tokens, 2 runs, 12 torch-profiler steps a point (benchmark/trace_summary.py: GPU busy,
-# timed idle, launches), plain decode first: `off` (OFF_VARS, as session 40) and `off64` (the same with the draft's
-# KV rows written every 64 cycles instead of 16: the share of the periodic eager flush). Greedy parity in each.
+# timed idle, launches), plain decode first: `off` (OFF_VARS; since session 40's run 0045 hands the WAR barrier the
+# DECODE replay's pre-replay event, as plain decode has, instead of one recorded after the whole off cycle), `coarse`
+# (the same with SGLANG_FORCE_COARSE_WAR_BARRIER=1: the barrier waits for the whole forward, which is what the off path
+# had before, for plain decode too in that process) and `off64` (the draft's KV rows written every 64 cycles instead
+# of 16: the share of the periodic eager flush). Greedy parity in each.
 set -uo pipefail
 [ -d /tmp/site-fork/sglang ] && export FASTPATH_PREFLIGHT_DONE=1
 source test/gpu/device_bench.sh; rm -rf $BB/*
 draw dense8-acc3 dense --layers 8 --draft-accept-length 3
 S0="{\"speculative_adaptive\": true, \"speculative_adaptive_config\": \"$PWD/benchmark/configs/adaptive-steps0.json\"}"
-for run in off off64; do
+for run in off coarse off64; do
   case $run in
     off) V="--variant off=/tmp/site-fork $(variant_env off $OFF_VARS)" ;;
+    coarse) V="--variant coarse=/tmp/site-fork $(variant_env coarse $OFF_VARS SGLANG_FORCE_COARSE_WAR_BARRIER=1)" ;;
     off64) V="--variant off64=/tmp/site-fork $(variant_env off64 $OFF_VARS SGLANG_SPEC_KV_ONLY_DEFER_CYCLES=64)" ;;
   esac
   $B --models $M/dense8-acc3 $V --bs 1,64 --acc-len 0 --e2e-runs 2 --output-len 256 --profile-steps 12 \
