@@ -5,7 +5,8 @@
 # 0.84x / 0.94x / 0.86x / 0.78x plain decode at bs 1 / 8 / 32 / 64, its cycle's GPU-event span 0.07-0.41 ms longer
 # than a plain decode step, its runs 4-18% apart where plain decode's are 1%; no traces. Here the same model and
 # config at bs 1 / 64, 256 new tokens, 2 runs, 12 torch-profiler steps a point (benchmark/trace_summary.py: GPU busy,
-# timed idle, launches), plain decode first: `off` (OFF_VARS; since session 40's run 0045 hands the WAR barrier the
+# timed idle, launches) and 3 runs a point under the scheduler-loop sampler (benchmark/pysample.py: where the off
+# cycle's host time goes against plain decode's; on dense-8 at bs 1 the host is the critical path), plain decode first: `off` (OFF_VARS; since session 40's run 0045 hands the WAR barrier the
 # DECODE replay's pre-replay event, as plain decode has, instead of one recorded after the whole off cycle), `coarse`
 # (the same with SGLANG_FORCE_COARSE_WAR_BARRIER=1: the barrier waits for the whole forward, which is what the off path
 # had before, for plain decode too in that process) and `off64` (the draft's KV rows written every 64 cycles instead
@@ -21,7 +22,7 @@ for run in off coarse off64; do
     coarse) V="--variant coarse=/tmp/site-fork $(variant_env coarse $OFF_VARS SGLANG_FORCE_COARSE_WAR_BARRIER=1)" ;;
     off64) V="--variant off64=/tmp/site-fork $(variant_env off64 $OFF_VARS SGLANG_SPEC_KV_ONLY_DEFER_CYCLES=64)" ;;
   esac
-  $B --models $M/dense8-acc3 $V --bs 1,64 --acc-len 0 --e2e-runs 2 --output-len 256 --profile-steps 12 \
+  $B --models $M/dense8-acc3 $V --bs 1,64 --acc-len 0 --e2e-runs 2 --output-len 256 --profile-steps 12 --pysample-runs 3 \
     --server-args "$S0" --name dense8-steps0-held-$run-traces --budget-s $(left 560) > $L/a-$run.log 2>&1
   say "dense8 held at steps 0, $run traced rc=$?"
 done
