@@ -25,13 +25,19 @@ TREES = ["patched", pytest.param("pristine", marks=SHOWS_THE_BUG)]
 ALL = ["patched", "pristine"]
 
 
-def meta(tree_name: str, trees: Any, completion: int, verifies: int, correct: int) -> dict[str, Any]:
+def meta(tree_name: str, trees: Any, completion: int, verifies: int, correct: int,
+         proposed: int | None = None) -> dict[str, Any]:
     """The meta_info one finished request gets from the tree: ``completion`` tokens, ``verifies`` verify cycles
-    that accepted ``correct`` drafts in all, with 4 draft tokens a verify at start-up."""
-    fn = tree_defs(trees.get(tree_name), TOKENIZER, [METHOD], extra={"_ragged_verify_cap_accept": lambda: False})[METHOD]
+    that accepted ``correct`` drafts in all, with 4 draft tokens a verify at start-up; ``proposed``: the drafts
+    its verifies checked, as patch 0052's output batches carry it (None: a batch without it)."""
+    extra = {"_ragged_verify_cap_accept": lambda: False,
+             "get_spec": lambda: SimpleNamespace(speculative_num_draft_tokens=4)}  # 0.5.23 reads it there
+    fn = tree_defs(trees.get(tree_name), TOKENIZER, [METHOD], extra=extra)[METHOD]
     manager = SimpleNamespace(server_args=SimpleNamespace(speculative_num_draft_tokens=4))
     recv = SimpleNamespace(spec_verify_ct=[verifies], spec_num_correct_drafts=[correct], completion_tokens=[completion],
                            spec_correct_drafts_histogram=None, spec_cap_lens_histogram=None)  # fmt: skip
+    if proposed is not None:
+        recv.spec_num_proposed_drafts = [proposed]
     info: dict[str, Any] = {}
     fn(manager, info, recv, 0)
     return info
