@@ -1,5 +1,6 @@
-# session 40, call A (fresh or warm nvidia-h200 / nvidia-h100-x1; ~200 s a variant: one dense-8 process each; on a
-# fresh host `off` alone: `sed -i 's/for run in off coarse off64/for run in off/' ...`). Issue 12: where the spec off path's
+# session 40, call A (fresh or warm nvidia-h200 / nvidia-h100-x1; ~230 s a variant: one dense-8 process each).
+# `bash test/gpu/queue/s40a.sh` runs `off` and `coarse` (a warm host; on a fresh host give it `off` alone:
+# `bash test/gpu/queue/s40a.sh off`), `bash test/gpu/queue/s40a.sh off64` the third variant in a later call. Issue 12: where the spec off path's
 # cycle loses to plain decode. Session 40 (one H100,
 # benchmark/results/20261205-1315-h100-tp1-dense8-steps0-held-off-path/): dense-8 held at steps 0, the off path ran
 # 0.84x / 0.94x / 0.86x / 0.78x plain decode at bs 1 / 8 / 32 / 64, its cycle's GPU-event span 0.07-0.41 ms longer
@@ -16,7 +17,7 @@ set -uo pipefail
 source test/gpu/device_bench.sh; rm -rf $BB/*
 draw dense8-acc3 dense --layers 8 --draft-accept-length 3
 S0="{\"speculative_adaptive\": true, \"speculative_adaptive_config\": \"$PWD/benchmark/configs/adaptive-steps0.json\"}"
-for run in off coarse off64; do
+for run in ${@:-off coarse}; do
   case $run in
     off) V="--variant off=/tmp/site-fork $(variant_env off $OFF_VARS)" ;;
     coarse) V="--variant coarse=/tmp/site-fork $(variant_env coarse $OFF_VARS SGLANG_FORCE_COARSE_WAR_BARRIER=1)" ;;
