@@ -14,6 +14,7 @@ every place that hands ``spec_num_correct_drafts`` on also handing the new count
 from __future__ import annotations
 
 import ast
+from collections import Counter
 from types import SimpleNamespace
 from typing import Any
 
@@ -89,20 +90,27 @@ def test_no_verify_with_drafts_gives_no_rate(trees) -> None:
     assert "spec_accept_rate" not in meta("patched", trees, completion=1 + 20, verifies=20, correct=0, proposed=0)
 
 
+def field_names(text: str) -> Counter:
+    """How often each name stands in ``text`` as a keyword argument, an annotated field or an attribute."""
+    names: Counter = Counter()
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.keyword):
+            names[node.arg] += 1
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names[node.target.id] += 1
+        elif isinstance(node, ast.Attribute):
+            names[node.attr] += 1
+    return names
+
+
 @pytest.mark.parametrize("tree_name", PATCHED_AND_PRISTINE)
 def test_every_hand_on_of_the_correct_drafts_carries_the_proposed_ones(trees, tree_name: str) -> None:
     """Output streamer, both output batch types, the detokenizer and the multi-tokenizer split: wherever
-    ``spec_num_correct_drafts`` is a keyword, field or appended list, ``spec_num_proposed_drafts`` is too."""
+    ``spec_num_correct_drafts`` is a keyword, field or attribute, ``spec_num_proposed_drafts`` is too."""
     missing = []
     for module in PIPELINE:
-        text = source(trees.get(tree_name), module).read_text()
-        names = [n for n in ast.walk(ast.parse(text)) if isinstance(n, (ast.keyword, ast.AnnAssign, ast.Attribute))]
-
-        def count(field: str) -> int:
-            return sum(1 for n in names if (n.arg if isinstance(n, ast.keyword) else n.target.id if isinstance(
-                n, ast.AnnAssign) and isinstance(n.target, ast.Name) else getattr(n, "attr", None)) == field)  # fmt: skip
-
-        correct, proposed = count("spec_num_correct_drafts"), count("spec_num_proposed_drafts")
+        names = field_names(source(trees.get(tree_name), module).read_text())
+        correct, proposed = names["spec_num_correct_drafts"], names["spec_num_proposed_drafts"]
         assert correct > 0, module
         if proposed != correct:
             missing.append(f"{module}: {correct} correct, {proposed} proposed")
