@@ -1,3 +1,4 @@
+# session 41 device call 5 (warm host): bash test/gpu/queue/s40b.sh
 # session 40, call B (fresh or warm nvidia-h200 / nvidia-h100-x1; ~220 s: one dense-8 process). Issue 12: why the
 # throughput policy keeps drafting at bs 1 / 64 at accept ~1.5 with the spec off path. Session 40 (one H100,
 # benchmark/results/20261205-1325-h100-tp1-dense8-miss65-koff-off-path/): each visit to steps 0 timed the off cycle at

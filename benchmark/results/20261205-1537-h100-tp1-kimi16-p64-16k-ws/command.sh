@@ -1,3 +1,4 @@
+# session 41 device call 1 (fresh nvidia-h100-x1 host): bash test/gpu/queue/s37b.sh ws
 # session 37, call B: `bash test/gpu/queue/s37b.sh ws` then, in the next call on the warm host, `... tma` (~380 s
 # each with the model drawn; +45 s for the draw and +60-100 s of first compiles on a fresh host: there give it `ws`
 # alone). Issue 18 end to end: patch 0044's warp-specialized verify attention (SGLANG_ENABLE_TRITON_WS_VERIFY) against

@@ -1,3 +1,4 @@
+# session 41 device call 3 (warm host): bash test/gpu/queue/s38a.sh
 # session 38, call A: `bash test/gpu/queue/s38a.sh` (~500 s with kimi16-acc3 drawn; on a fresh host the draw and first
 # compiles add ~150 s, so give it the call alone). Patch 0048 (SGLANG_ENABLE_TRITON_MLA_CHUNKED_PREFIX), first GPU
 # run: kimi16 at --page-size 64 with 16k-token prompts, so that each prompt's second 8k chunk attends to a cached 8k

@@ -1,3 +1,4 @@
+# session 41 device call 2 (warm host of call 1): bash test/gpu/queue/s38b.sh
 # session 38, call B (warm, kimi16-acc3 drawn, e.g. after s38a.sh; ~420 s: two kimi16 engines). Issue 12 on kimi16
 # at accept 1.5 is 1-2% short of plain decode (0.984 / 0.988 / 0.982 at bs 1 / 8 / 32, session 32); a steps-0 cycle
 # with 0038's deferral ran at 0.977 / 0.990 of plain decode at bs 1 / 8 (session 31,
