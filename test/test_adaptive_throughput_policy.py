@@ -674,3 +674,70 @@ def test_each_result_s_cycle_time_is_logged_at_debug_level(trees, tmp_path: Path
     caplog.set_level(logging.INFO, logger=MODULE)
     _serve(params, clock, lambda steps: 0.004, 0.7, batches=4)
     assert not [r for r in caplog.records if "since the switch" in r.getMessage()]
+
+
+def shared_slow_stretch(cycle_s: Callable[[int], float], start: int, length: int,
+                        factor: float = 2.0) -> Callable[[int], float]:
+    """``cycle_s``, ``factor`` times slower for ``length`` results from result ``start``, whatever chain runs."""
+    calls = [0]
+
+    def timed(steps: int) -> float:
+        calls[0] += 1
+        return cycle_s(steps) * (factor if start <= calls[0] < start + length else 1.0)
+    return timed
+
+
+# dense8-miss65 at bs 1 on one H100 with the spec off path (session 41, benchmark/results/20261205-1600-h100-tp1-
+# dense8-miss65-koff-off-samples/): steps 0 2.1 ms a cycle, steps 1 4.0 ms for ~1.33 tokens.
+def off_path_bs1(steps: int) -> float:
+    return 0.0021 if steps == 0 else 0.0040 + 0.0002 * steps
+
+
+def test_a_slow_stretch_every_chain_shares_does_not_move_the_slot(asp, tmp_path: Path) -> None:
+    """Patch 0053. Session 41's per-result samples (dense8-miss65, bs 1) show stretches of a few to 50 results at
+    1.3-7x the steady cycle, whatever chain ran. One landing on steps 0's window made it look slower than steps 1's
+    figure from before the stretch; the slot moved to steps 1, the stretch ended, steps 1's fresh 4.2 ms for 1.33
+    tokens beat steps 0's stale 4.2 ms, and steps 0 (not slower than a longer chain) was never out of date: the run
+    read 0.57x plain decode where steps 0 held gave 0.85x. Here 8 results at twice the cost: the slot stays at
+    steps 0 (before: 5 of the 200 results after the stretch began)."""
+    params, clock = _clocked(asp, _config(tmp_path, "throughput", candidates=[0, 1], slots=("1",)), initial=1)
+    timed = shared_slow_stretch(off_path_bs1, start=300, length=8)
+    _serve(params, clock, timed, [0.33], batches=300, bs=1)
+    assert params.get_steps_for_batch(1) == 0
+    stretch_and_after = _serve(params, clock, timed, [0.33], batches=200, bs=1, seed=1)
+    assert stretch_and_after[0] >= 190, stretch_and_after
+
+
+def test_a_visit_adds_to_the_chains_window_from_its_earlier_runs(asp) -> None:
+    """Patch 0053: a visit of a few results that falls inside a slow stretch does not rate the chain by the stretch
+    alone; its samples join the window kept from the chain's earlier runs (before, each visit timed it afresh)."""
+    slot = asp.ThroughputStepSlot(0, {"candidate_steps": [0, 2], "warmup_batches": 10**6})
+    for _ in range(14):
+        slot.update([0], 0.0020)
+    assert slot.cycle_s[0] == pytest.approx(0.0020)
+    slot._apply_target_steps(0, 2)
+    for _ in range(6):
+        slot.update([2], 0.0040)
+    slot._apply_target_steps(2, 0)
+    for _ in range(5):  # two settling results, then three inside a stretch
+        slot.update([0], 0.0050)
+    assert slot.cycle_s[0] == pytest.approx(0.0020), slot.describe()
+    assert slot._waiting_for_samples() is False  # three fresh samples since the switch-in
+
+
+def test_a_chain_timed_long_before_the_settled_one_is_visited_before_the_slot_moves_to_it(asp) -> None:
+    """Patch 0053: the settled chain's figure is recent and the best-scored one's is 10 or more decisions older; the
+    slot visits it (timed afresh beside the settled chain) and keeps its settled chain as home."""
+    slot = asp.ThroughputStepSlot(1, {"candidate_steps": [0, 1], "warmup_batches": 0})
+    for _ in range(6):
+        slot.update([1], 0.0040)  # steps 1: 2 tokens in 4 ms, then tried steps 0
+    assert slot.current_steps == 0
+    for _ in range(60):
+        slot.update([0], 0.0015)  # steps 0 settled: 1 token in 1.5 ms beats 2 in 4
+    assert slot.current_steps == 0 and slot._home == 0
+    for _ in range(20):
+        slot.update([0], 0.0030)  # a slow stretch: steps 0 now reads 3 ms
+        if slot.current_steps != 0:
+            break
+    assert slot.current_steps == 1 and slot._home == 0, slot.describe()
+    assert 1 not in slot._cycle_samples, "the visit times steps 1 afresh"
