@@ -204,8 +204,13 @@ def test_no_decode_rate_when_the_first_token_is_most_of_the_call(tmp_path, model
     generate = FakeEngine.generate
     monkeypatch.setattr(e2e, "_generate", lambda engine, prompts, n: (0.010 if n == 1 else 0.012, generate(
         engine, prompts, {"max_new_tokens": n})))
-    metrics = {x.get("metric") for x in _run_triton_job(tmp_path, models, runs=3)}
+    lines = _run_triton_job(tmp_path, models, runs=3)
+    metrics = {x.get("metric") for x in lines}
     assert "tokens_per_s" in metrics and "decode_tokens_per_s" not in metrics
+    # and the job says why (session 41's 16k-prompt run had no decode rate and no word of it)
+    skipped = [x["data"] for x in lines if x.get("what") == "decode_rate_skipped"]
+    assert {d["mode"] for d in skipped} == {"e2e_nospec", "e2e_spec"}, skipped
+    assert skipped[0]["decode_share"] == pytest.approx(2 / 12, abs=1e-3) and skipped[0]["min_share"] == 0.25
 
 
 def test_no_decode_rate_for_one_new_token(tmp_path, models):

@@ -105,19 +105,19 @@ MIN_DECODE_SHARE = 0.25  # of a full call's time, for a decode rate to be record
 
 
 def decode_rate(engine: Any, prompts: list[list[int]], runs: int, seconds: float,
-                tokens: int) -> tuple[float, float] | None:
+                tokens: int) -> tuple[float | None, float] | None:
     """Output tokens per second after the first, and the first token's time: ``runs`` calls of one new
     token each (the prefill, and with EAGLE-3 the draft's) timed, their median taken off a full call's
-    ``seconds``. The GPU-bound ratio from traces counts decode steps only; so does this rate. None when
-    the decode takes less than ``MIN_DECODE_SHARE`` of the full call: the difference of two separately timed
-    calls is then mostly their noise (session 39, bs 96 at 64 new tokens: a 0.187-s first token of a 0.192-s
-    call gave 1.28 M tok/s)."""
+    ``seconds``. The GPU-bound ratio from traces counts decode steps only; so does this rate. None for a call of
+    one new token a request; the rate None (the first token's time kept, for the log) when the decode takes less
+    than ``MIN_DECODE_SHARE`` of the full call: the difference of two separately timed calls is then mostly their
+    noise (session 39, bs 96 at 64 new tokens: a 0.187-s first token of a 0.192-s call gave 1.28 M tok/s)."""
     decoded = tokens - len(prompts)
     if decoded <= 0:
         return None
     prefill_s = statistics.median(_generate(engine, prompts, 1)[0] for _ in range(runs))
     if seconds - prefill_s < MIN_DECODE_SHARE * seconds:
-        return None
+        return None, prefill_s
     return decoded / (seconds - prefill_s), prefill_s
 
 
@@ -200,9 +200,13 @@ def run_engine(spec: JobSpec, sink: Sink, speculative: bool, trace_dir: Path) ->
                     sink.record(mode=mode, bs=bs, k=k, topk=topk, metric=metric, value=value, n=steps,
                                 extra={**extra, **per_metric.get(metric, {})})
                 decode = decode_rate(engine, prompts[:bs], e.runs, seconds, tokens)
-                if decode is not None:
+                if decode is not None and decode[0] is not None:
                     sink.record(mode=mode, bs=bs, k=k, topk=topk, metric="decode_tokens_per_s", value=decode[0],
                                 n=e.runs, extra={**extra, "prefill_s": round(decode[1], 4)})
+                elif decode is not None:  # why the record has no decode rate (session 41: a 16k prefill, 88%)
+                    sink.info("decode_rate_skipped", {
+                        "mode": mode, "bs": bs, "seconds": round(seconds, 4), "prefill_s": round(decode[1], 4),
+                        "decode_share": round(1 - decode[1] / seconds, 3), "min_share": MIN_DECODE_SHARE})
             except Exception as exc:  # noqa: BLE001 - the other batch sizes still run
                 sink.error(f"{mode} bs={bs} k={k} topk={topk}", exc)
         for bs in e.bs if e.pysample_runs else ():
