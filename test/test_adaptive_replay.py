@@ -28,6 +28,7 @@ def test_a_record_gives_each_chains_steady_cycle_and_each_results_ratio_to_it(tm
     record = adaptive_replay.read_record(path, "bs 1")
     assert record.steady_s == pytest.approx({0: 0.002, 2: 0.004})  # the lower quartile: a burst does not raise it
     assert record.ratios == pytest.approx([1.0, 1.0, 1.0, 1.0, 3.0, 1.0])
+    assert record.switch_ratio == pytest.approx({0: 4.5})  # the settling results' lower median: what a switch costs
     with pytest.raises(SystemExit, match="no samples"):
         adaptive_replay.read_record(path, "bs 8")
 
@@ -45,6 +46,17 @@ def test_on_an_undisturbed_record_the_policy_finds_the_best_fixed_chain(trees, t
     out = adaptive_replay.replay(asp, record, (0.33, 0.5), bs=1, results=1500, seed=0)
     assert 0.9 < out.of_best <= 1.0 + 1e-9, out
     assert out.share[0] > 0.85, out
+
+
+def test_a_switch_costs_the_records_settling_ratio(trees) -> None:
+    """Each switch's first two results cost the switched-to chain's settling ratio: a policy held on one chain pays
+    nothing, and the record's switches are not free."""
+    asp = load_policy(trees.get("patched"))
+    free = adaptive_replay.Record({0: 0.002, 1: 0.0039, 2: 0.004}, [1.0] * 50)
+    dear = adaptive_replay.Record(free.steady_s, free.ratios, {0: 3.0, 1: 3.0, 2: 3.0})
+    a = adaptive_replay.replay(asp, free, (0.33, 0.5), bs=1, results=1500, seed=0)
+    b = adaptive_replay.replay(asp, dear, (0.33, 0.5), bs=1, results=1500, seed=0)
+    assert b.switches > 0 and b.of_best < a.of_best, (a, b)
 
 
 def test_the_session_41_record_replays(trees, capsys) -> None:

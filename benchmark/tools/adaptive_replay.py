@@ -7,13 +7,14 @@ lines) shows bursts of slow results, 1.3-7x a candidate's steady cycle and decay
 under any policy tree: from one slot's samples it takes each step count's steady cycle (the lower quartile of its
 samples past the settling ones) and the sequence of each sample's ratio to its step count's steady cycle, in the
 order recorded. A replayed result at step count s then costs ``steady[s] * ratio[i]``: the same disturbance at the
-same place in the run, whichever chain the policy picked. Each of ``bs`` requests accepts a chain of drafts with a
-measured rate per draft position.
+same place in the run, whichever chain the policy picked; the first ``SETTLE`` results after a switch into s cost
+``steady[s]`` times the median ratio of the record's settling samples at s (what a switch costs there, the draft
+extend after steps 0 included), or 1 where the record has none. Each of ``bs`` requests accepts a chain of drafts with
+a measured rate per draft position.
 
 It prints each tree's tokens per second as a fraction of the best fixed step count's under the same disturbance, the
-share of results at each step count and the switches. Like ``adaptive_sim`` it isolates the policy; what a switch
-itself costs on a GPU (the settling results, a full draft extend after steps 0) is in the record only where the
-record switched.
+share of results at each step count and the switches. Like ``adaptive_sim`` it isolates the policy: the cost of a
+switch is the record's, whatever the step count switched from.
 
     python -m benchmark.tools.adaptive_replay --tree build/sglang [--tree OTHER] --samples FILE [--slot "bs 1"]
 """
@@ -26,7 +27,7 @@ import random
 import re
 import tempfile
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,22 +43,30 @@ SETTLE = 2  # the policy's settle_batches: samples at or before this place time 
 
 @dataclass(frozen=True)
 class Record:
-    """One slot's replayable disturbance: each step count's steady cycle (s) and each result's ratio to it."""
+    """One slot's replayable disturbance: each step count's steady cycle (s), each result's ratio to it, and the
+    median ratio of a step count's settling results (the cost of switching to it)."""
     steady_s: dict[int, float]
     ratios: list[float]
+    switch_ratio: dict[int, float] = field(default_factory=dict)
 
 
 def read_record(path: Path, slot: str) -> Record:
     """``slot``'s samples of a 0051 debug log (or a file of its lines)."""
-    samples = [(int(m["steps"]), float(m["ms"]) / 1e3) for m in map(LINE.search, path.read_text().splitlines())
-               if m and m["slot"] == slot and int(m["place"]) > SETTLE]
+    lines = [m for m in map(LINE.search, path.read_text().splitlines()) if m and m["slot"] == slot]
+    samples = [(int(m["steps"]), float(m["ms"]) / 1e3) for m in lines if int(m["place"]) > SETTLE]
     if not samples:
         raise SystemExit(f"{path}: no samples of slot {slot!r} past place {SETTLE}")
     steady = {}
     for steps in {s for s, _ in samples}:
         times = sorted(t for s, t in samples if s == steps)
         steady[steps] = times[(len(times) - 1) // 4]
-    return Record(steady, [t / steady[s] for s, t in samples])
+    settling: dict[int, list[float]] = {}
+    for m in lines:
+        steps = int(m["steps"])
+        if int(m["place"]) <= SETTLE and steps in steady:
+            settling.setdefault(steps, []).append(float(m["ms"]) / 1e3 / steady[steps])
+    switch_ratio = {s: sorted(v)[(len(v) - 1) // 2] for s, v in settling.items()}
+    return Record(steady, [t / steady[s] for s, t in samples], switch_ratio)
 
 
 def tokens_a_cycle(rates: tuple[float, ...], steps: int) -> float:
@@ -98,14 +107,19 @@ def replay(asp: Any, record: Record, rates: tuple[float, ...], bs: int, results:
     rng = random.Random(seed)
     tokens = seconds = ratio_sum = 0.0
     ran: Counter = Counter()
-    last, switches = None, 0
+    last, switches, since_switch = None, 0, SETTLE + 1
     for i in range(results):
         steps = params.get_steps_for_batch(bs)
         ran[steps] += 1
-        switches += last is not None and steps != last
+        if last is not None and steps != last:
+            switches += 1
+            since_switch = 0
+        since_switch += 1
         last = steps
         ratio = record.ratios[i % len(record.ratios)]
         ratio_sum += ratio
+        if since_switch <= SETTLE:
+            ratio = record.switch_ratio.get(steps, 1.0)
         dt = record.steady_s[steps] * ratio
         clock.now += dt
         seconds += dt

@@ -4,7 +4,7 @@
 # 5-50 slow results that moved the slot off steps 0: with the off path the policy ran 0.57x / 0.60x plain decode at
 # bs 1 / 64, where the off path held at steps 0 ran 0.85x / 0.82x on the same host
 # (benchmark/results/20261205-1557-h100-tp1-dense8-steps0-held-off-traces/). On CPU, that record replayed under 0053
-# reaches 0.96 / 0.95 of the best fixed step count (0.83 / 0.93 before; benchmark/tools/adaptive_replay.py). Here, on
+# reaches 0.96 / 0.97 of the best fixed step count (0.84 / 0.94 before; benchmark/tools/adaptive_replay.py). Here, on
 # one host: `policy` (dense8-miss65, `adaptive-ks-off.json`, the off path, 0051's per-result debug line on; bs 1 / 64,
 # 2 runs after a 256-token warm-up, as `s40b.sh`) then `held` (the same pair and lengths, every slot held at steps 0
 # with the off path: what the policy can reach). Read: `policy` / `held` against session 41's 0.67 / 0.73, the share
