@@ -8,7 +8,7 @@ import pytest
 from sglang_trees import trees  # noqa: F401 (a fixture)
 
 from benchmark.tools import adaptive_replay
-from benchmark.tools.adaptive_sim import load_policy
+from benchmark.tools.adaptive_sim import expected_tokens, load_policy
 
 RECORD = (Path(__file__).resolve().parents[1] / "benchmark" / "results"
           / "20261205-1600-h100-tp1-dense8-miss65-koff-off-samples" / "slot-samples.txt")
@@ -33,9 +33,9 @@ def test_a_record_gives_each_chains_steady_cycle_and_each_results_ratio_to_it(tm
         adaptive_replay.read_record(path, "bs 8")
 
 
-def test_tokens_a_cycle_follow_the_rate_of_each_draft_position() -> None:
-    assert adaptive_replay.tokens_a_cycle((0.5, 0.5), 2) == pytest.approx(1.75)
-    assert adaptive_replay.tokens_a_cycle((0.5,), 3) == pytest.approx(1.5)  # no draft accepted past the rates
+def test_expected_tokens_follow_the_rate_of_each_draft_position() -> None:
+    assert expected_tokens((0.5, 0.5), 2) == pytest.approx(1.75)
+    assert expected_tokens((0.5,), 3) == pytest.approx(1.5)  # no draft accepted past the rates
 
 
 def test_on_an_undisturbed_record_the_policy_finds_the_best_fixed_chain(trees, tmp_path: Path) -> None:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmark.tools.adaptive_sim import FakeClock, load_policy
+from benchmark.tools.adaptive_sim import FakeClock, accepted_drafts, expected_tokens, load_policy
 
 LINE = re.compile(r"slot \((?P<slot>.*?)\): steps (?P<steps>\d+), result (?P<place>\d+) since the switch, "
                   r"(?P<ms>[\d.]+) ms after the last")
@@ -69,22 +69,9 @@ def read_record(path: Path, slot: str) -> Record:
     return Record(steady, [t / steady[s] for s, t in samples], switch_ratio)
 
 
-def tokens_a_cycle(rates: tuple[float, ...], steps: int) -> float:
-    tokens, reach = 1.0, 1.0
-    for position in range(steps):
-        reach *= rates[position] if position < len(rates) else 0.0
-        tokens += reach
-    return tokens
-
-
-def chains(rng: random.Random, bs: int, steps: int, rates: tuple[float, ...]) -> list[int]:
-    accepted = []
-    for _ in range(bs):
-        n = 0
-        while n < steps and n < len(rates) and rng.random() < rates[n]:
-            n += 1
-        accepted.append(n)
-    return accepted
+def best_fixed_steps(record: Record, rates: tuple[float, ...]) -> tuple[int, float]:
+    """The step count with the most expected tokens per steady second, and those tokens per second (one request)."""
+    return max(((s, expected_tokens(rates, s) / t) for s, t in record.steady_s.items()), key=lambda kv: kv[1])
 
 
 @dataclass
@@ -94,14 +81,13 @@ class Replay:
     switches: int
 
 
-def replay(asp: Any, record: Record, rates: tuple[float, ...], bs: int, results: int, seed: int,
-           knobs: dict[str, Any] | None = None) -> Replay:
+def replay(asp: Any, record: Record, rates: tuple[float, ...], bs: int, results: int, seed: int) -> Replay:
     """One run of ``results`` verifies of a slot on ``record``'s steady cycles and disturbance."""
     candidates = sorted(record.steady_s)
     with tempfile.TemporaryDirectory() as tmp:
         cfg_path = Path(tmp) / "adaptive.json"
         cfg_path.write_text(json.dumps({"policy": "throughput",
-                                        str(bs): {"candidate_steps": candidates, **(knobs or {})}}))
+                                        str(bs): {"candidate_steps": candidates}}))
         clock = FakeClock()
         params = asp.AdaptiveSpeculativeParams(initial_steps=candidates[-1], cfg_path=str(cfg_path), clock=clock)
     rng = random.Random(seed)
@@ -123,10 +109,10 @@ def replay(asp: Any, record: Record, rates: tuple[float, ...], bs: int, results:
         dt = record.steady_s[steps] * ratio
         clock.now += dt
         seconds += dt
-        accepted = chains(rng, bs, steps, rates)
+        accepted = accepted_drafts(rng, bs, steps, rates)
         tokens += bs + sum(accepted)
         params.on_verify_complete(accepted, bs)
-    best = max(bs * tokens_a_cycle(rates, s) / record.steady_s[s] for s in candidates) / ratio_sum * results
+    best = bs * best_fixed_steps(record, rates)[1] / ratio_sum * results
     return Replay((tokens / seconds) / best, {s: ran[s] / results for s in sorted(ran)}, switches)
 
 
@@ -144,9 +130,9 @@ def main(argv: list[str] | None = None) -> int:
     record = read_record(args.samples, args.slot)
     rates = tuple(float(r) for r in args.rates.split(","))
     bs = int(args.slot.split()[-1])
-    best = max(record.steady_s, key=lambda s: tokens_a_cycle(rates, s) / record.steady_s[s])
+    best = best_fixed_steps(record, rates)[0]
     print(f"slot {args.slot}: steady cycle (ms) " + ", ".join(
-        f"steps {s} {t * 1e3:.2f} x {tokens_a_cycle(rates, s):.2f} tok" for s, t in sorted(record.steady_s.items()))
+        f"steps {s} {t * 1e3:.2f} x {expected_tokens(rates, s):.2f} tok" for s, t in sorted(record.steady_s.items()))
         + f"; best fixed: steps {best}; {len(record.ratios)} recorded results, "
         f"{sum(r > 1.3 for r in record.ratios) / len(record.ratios):.0%} over 1.3x steady")
     print("| tree | of best fixed | results at each step count | switches per 1000 |")

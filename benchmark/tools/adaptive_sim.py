@@ -40,7 +40,7 @@ import tempfile
 import types
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 MODULE_FILE = Path("python/sglang/srt/speculative/adaptive_spec_params.py")
 CANDIDATES = [1, 2, 3, 5, 7]  # benchmark/configs/adaptive-ks.json: K 2/3/4/6/8
@@ -84,8 +84,22 @@ def cycle_s(s: Scenario, steps: int) -> float:
     return BASE_S + s.per_step_s * steps
 
 
-def expected_tokens(accept: float, steps: int) -> float:
-    return sum(accept**j for j in range(steps + 1))
+# The chance that a draft is accepted given the one before it was: one rate for every position, or a rate per
+# position (none accepted past the last one; adaptive_replay's measured pairs).
+Acceptance = float | Sequence[float]
+
+
+def position_rates(accept: Acceptance, steps: int) -> list[float]:
+    """The acceptance rate of each of a chain's ``steps`` draft positions that can be accepted."""
+    return [accept] * steps if isinstance(accept, (int, float)) else list(accept[:steps])
+
+
+def expected_tokens(accept: Acceptance, steps: int) -> float:
+    tokens = reach = 1.0
+    for rate in position_rates(accept, steps):
+        reach *= rate
+        tokens += reach
+    return tokens
 
 
 def best_fixed(s: Scenario) -> tuple[int, float]:
@@ -106,13 +120,14 @@ def best_per_phase(s: Scenario, results: int) -> tuple[str, float]:
     return "/".join(str(best[a]) for a in accepts), tokens / seconds
 
 
-def accepted_drafts(rng: random.Random, bs: int, steps: int, accept: float) -> list[int]:
-    """Each of ``bs`` requests' accepted drafts out of a chain of ``steps``, each draft accepted with probability
-    ``accept`` given the one before it was."""
+def accepted_drafts(rng: random.Random, bs: int, steps: int, accept: Acceptance) -> list[int]:
+    """Each of ``bs`` requests' accepted drafts out of a chain of ``steps``, each draft accepted with its position's
+    rate given the one before it was."""
+    rates = position_rates(accept, steps)
     accepted = []
     for _ in range(bs):
         n = 0
-        while n < steps and rng.random() < accept:
+        while n < len(rates) and rng.random() < rates[n]:
             n += 1
         accepted.append(n)
     return accepted
