@@ -1,3 +1,4 @@
+# session 42 device call 2 (warm host): bash test/gpu/queue/s41c.sh
 # session 41, call C (fresh or warm nvidia-h200 / nvidia-h100-x1; ~470 s on a fresh host: one kimi16 process).
 # Issue 12's accept-1.5 target on the headline model with everything since session 32: kimi16 with the draft wrong at
 # 65% of positions, the throughput policy over steps 0 plus the K set (adaptive-ks-off.json), the spec off path

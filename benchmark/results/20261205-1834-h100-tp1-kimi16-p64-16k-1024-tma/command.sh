@@ -1,3 +1,4 @@
+# session 42 device call 4 (warm host): bash test/gpu/queue/s41a.sh tma
 # session 41, call A: `bash test/gpu/queue/s41a.sh ws`, then in the next call on the warm host `... tma` (~300 s each
 # with kimi16 drawn; a fresh host adds ~45 s for the draw and 60-100 s of first compiles: give it one variant). Issue 18
 # end to end: patch 0044's warp-specialized verify attention (SGLANG_ENABLE_TRITON_WS_VERIFY) against patch 0032's TMA

@@ -1,3 +1,4 @@
+# session 42 device call 1 (fresh host, nvidia-h100-x1): bash test/gpu/queue/s41b.sh (this folder: its policy run)
 # session 41, call B (fresh or warm nvidia-h200 / nvidia-h100-x1; ~340 s: two dense-8 processes). Issue 12, patch 0053
 # (the throughput policy through slow stretches that every step count shares) on its first GPU run. Session 41's
 # `s40b.sh` (benchmark/results/20261205-1600-h100-tp1-dense8-miss65-koff-off-samples/, one H100) logged stretches of

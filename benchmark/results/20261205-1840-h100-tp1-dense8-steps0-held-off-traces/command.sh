@@ -1,3 +1,4 @@
+# session 42 device call 6 (warm host): bash test/gpu/queue/s40a.sh off
 # session 40, call A (fresh or warm nvidia-h200 / nvidia-h100-x1; ~230 s a variant: one dense-8 process each).
 # `bash test/gpu/queue/s40a.sh` runs `off` and `coarse` (a warm host; on a fresh host give it `off` alone:
 # `bash test/gpu/queue/s40a.sh off`), `bash test/gpu/queue/s40a.sh off64` the third variant in a later call. Issue 12: where the spec off path's
