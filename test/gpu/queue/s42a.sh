@@ -5,8 +5,8 @@
 # earlier ran 0.767x / 0.834x, its rate swinging between 323 and 521 tok/s from one 40-token log interval to the next
 # while the same process's plain decode held 521-529 (benchmark/results/20261205-1822-h100-tp1-dense8-miss65-held-off/);
 # session 41's 0.85x / 0.82x run swung the same way. Here: the same held config three times, one process each, back to
-# back (no traces, no sampler: they would change the host load), with `top` sampled every 2 s beside them
-# ($L/top.log: which processes take CPU while a run swings) and the SGLang processes alive between runs
+# back (no traces, no sampler: they would change the host load), with `top`, the GPU's clocks, throttle reasons and
+# compute processes sampled every 2 s beside them ($L/top.log: what else takes the CPU or the GPU while a run swings) and the SGLang processes alive between runs
 # ($L/between.log). Read: each run's ratio, its rate per log interval (logs/e2e-*.log), and what else ran on the CPU
 # in a run that swung.
 set -uo pipefail
@@ -14,7 +14,10 @@ set -uo pipefail
 source test/gpu/device_bench.sh; rm -rf $BB/*
 draw dense8-acc3 dense --layers 8 --draft-accept-length 3
 S0="{\"speculative_adaptive\": true, \"speculative_adaptive_config\": \"$PWD/benchmark/configs/adaptive-steps0.json\"}"
-(while true; do echo "== $(date +%T)"; top -b -n 1 -w 200 | sed -n '1,5p;7,22p'; sleep 2; done) > $L/top.log 2>&1 &
+(while true; do echo "== $(date +%T)"; top -b -n 1 -w 200 | sed -n '1,5p;7,22p'
+  nvidia-smi --query-gpu=clocks.sm,clocks.mem,utilization.gpu,power.draw,temperature.gpu,clocks_throttle_reasons.active \
+    --format=csv,noheader; nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader
+  sleep 2; done) > $L/top.log 2>&1 &
 TOP=$!
 for run in r1 r2 r3; do
   $B --models $M/dense8-acc3 --variant $run=/tmp/site-fork $(variant_env $run $OFF_VARS) --bs 1,64 --acc-len 0 \
