@@ -7,8 +7,9 @@
 # session 41's 0.85x / 0.82x run swung the same way. Here: the same held config three times, one process each, back to
 # back (no traces, no sampler: they would change the host load), with `top`, the GPU's clocks, throttle reasons and
 # compute processes sampled every 2 s beside them ($L/top.log: what else takes the CPU or the GPU while a run swings) and the SGLang processes alive between runs
-# ($L/between.log). Read: each run's ratio, its rate per log interval (logs/e2e-*.log), and what else ran on the CPU
-# in a run that swung.
+# ($L/between.log); after its timed runs each process runs 2 more under the scheduler-loop sampler, whose header counts
+# the scheduler's involuntary context switches and GC passes (`python -m benchmark.pysample raw/*-pysample`). Read: each
+# run's ratio, its rate per log interval ($L/rates.txt), and what else ran on the CPU or the GPU in a run that swung.
 set -uo pipefail
 [ -d /tmp/site-fork/sglang ] && export FASTPATH_PREFLIGHT_DONE=1
 source test/gpu/device_bench.sh; rm -rf $BB/*
@@ -21,7 +22,7 @@ S0="{\"speculative_adaptive\": true, \"speculative_adaptive_config\": \"$PWD/ben
 TOP=$!
 for run in r1 r2 r3; do
   $B --models $M/dense8-acc3 --variant $run=/tmp/site-fork $(variant_env $run $OFF_VARS) --bs 1,64 --acc-len 0 \
-    --e2e-runs 2 --output-len 256 --server-args "$S0" --name dense8-steps0-held-off-$run --budget-s $(left 570) \
+    --e2e-runs 2 --output-len 256 --pysample-runs 2 --server-args "$S0" --name dense8-steps0-held-off-$run --budget-s $(left 570) \
     > $L/a-$run.log 2>&1
   say "held off $run rc=$?"
   { echo "== after $run $(date +%T)"; pgrep -af '[s]glang::|[l]aunch_server|[m]ultiprocessing' | cut -c1-200; } >> $L/between.log
