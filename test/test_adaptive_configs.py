@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -53,3 +55,33 @@ def test_a_wrong_name_is_one_line_naming_the_shipped_ones(capsys) -> None:
     assert main(["adaptive-config", "ks_off"]) == 2
     err = capsys.readouterr().err
     assert "no shipped adaptive config 'ks_off'" in err and "ks, ks-off" in err
+
+
+def _device_bench_vars(name: str) -> set[str]:
+    """A switch list of test/gpu/device_bench.sh (what the benchmarks ran), as NAME=VALUE (VALUE 1 when not given)."""
+    wanted = ("ALL3_VARS", "ALL3_BF16_VARS", "KV_ONLY_VAR", "STEPS0_VARS", "OFF_VARS")
+    lines = [
+        line
+        for line in (REPO / "test" / "gpu" / "device_bench.sh").read_text().splitlines()
+        if line.split("=", 1)[0] in wanted
+    ]
+    out = subprocess.run(
+        ["bash", "-c", "\n".join(lines) + f'\necho "${name}"'], capture_output=True, text=True, check=True
+    ).stdout.split()
+    return {v if "=" in v else f"{v}=1" for v in out}
+
+
+@pytest.mark.parametrize("name, bench_vars", [("ks", "ALL3_BF16_VARS"), ("ks-off", "OFF_VARS")])
+def test_env_prints_the_switches_the_benchmarks_ran_the_config_with(name: str, bench_vars: str, capsys) -> None:
+    assert main(["adaptive-config", name, "--env"]) == 0
+    printed = capsys.readouterr().out.split()
+    assert len(printed) == len(set(printed))
+    assert set(printed) == _device_bench_vars(bench_vars) - {"SGLANG_SPEC_CYCLE_STATS=1"}
+    declared = "".join(p.read_text() for p in (REPO / "patches").glob("0*.patch"))
+    for switch in printed:  # each one a switch the series declares (envs.SGLANG_*)
+        assert re.search(rf"^\+\s+{switch.split('=')[0]} = Env(Bool|Int)\(", declared, re.M), switch
+
+
+def test_env_without_a_name_is_a_clear_error(capsys) -> None:
+    assert main(["adaptive-config", "--env"]) == 2
+    assert "adaptive-config --env needs a NAME: ks, ks-off" in capsys.readouterr().err

@@ -22,6 +22,29 @@ CONFIGS: dict[str, str] = {
 }
 
 
+# The fork's switches each config is measured with (all off by default in the patches: none has run at TP > 1),
+# as NAME=VALUE; test/gpu/device_bench.sh's ALL3_BF16_VARS and OFF_VARS, less the cycle telemetry.
+_GRAPH_MEMORY = (  # 0024, 0026, 0027, 0030: the K set's graphs in one pool, bf16 verify logits
+    "SGLANG_CUDA_GRAPH_SHARED_CAPTURE_STREAM=1",
+    "SGLANG_TRITON_SHARED_GRAPH_STATE=1",
+    "SGLANG_CUDA_GRAPH_SHARED_AUX_HIDDEN=1",
+    "SGLANG_CUDA_GRAPH_BF16_VERIFY_LOGITS=1",
+)
+_TURNED_DOWN = (  # 0034, 0037, 0038, 0045-0047: steps 0 served as a plain decode cycle
+    "SGLANG_SPEC_KV_ONLY_ZERO_STEP_DRAFT_EXTEND=1",
+    "SGLANG_SPEC_STEPS0_AS_DECODE=1",
+    "SGLANG_SPEC_KV_ONLY_DEFER_CYCLES=16",
+    "SGLANG_SPEC_OFF_PATH=1",
+)
+ENV: dict[str, tuple[str, ...]] = {"ks": _GRAPH_MEMORY, "ks-off": _GRAPH_MEMORY + _TURNED_DOWN}
+
+
+def config_env(name: str) -> tuple[str, ...]:
+    """The environment switches (NAME=VALUE) the shipped config ``name`` was measured with."""
+    config_path(name)
+    return ENV[name]
+
+
 def config_path(name: str) -> Path:
     """The shipped config ``name``; a FastpathError naming the shipped ones if there is none."""
     if name not in CONFIGS:
