@@ -63,6 +63,7 @@ def _prepare(tree, calls: list[int]) -> Callable[[Batch], None]:
         "alloc_for_spec_decode": alloc_for_spec_decode,
         "get_alloc_reserve_per_decode": lambda: RESERVE,
         "get_spec": lambda: SimpleNamespace(speculative_eagle_topk=1),
+        "get_spec_reserve_granule": lambda page_size: page_size,  # 0055's helper with its switch off
     }
     if "def page_aligned_decode_alloc_lens(" in source(tree, SIZING).read_text():  # 0.5.23's helper, as it is
         extra.update(load_defs(source(tree, SIZING), ["page_aligned_decode_alloc_lens"]))
