@@ -15,7 +15,8 @@
 # S0_KIMI and STEPS0_VARS (server args holding every kimi16 batch size at steps 0, and a steps-0 cycle's switches),
 # LEAN_VARS and S0_VS_LEAN (the same plus patch 0043's lean cycle; two variants s0 and lean, without and with it),
 # OFF_VARS (STEPS0_VARS plus patches 0045-0047's off path),
-# and draw, stock_held_site, summ, cycle_ms (every cycle_ms record, each phase's GPU ms) and pack.
+# and draw, stock_held_site, policy_debug_log and step_shares (the throughput policy's per-result lines), summ,
+# cycle_ms (every cycle_ms record, each phase's GPU ms) and pack.
 # Habits: write every call's script before the first call, and issue the next one within 30 s of a reply (the host
 # is given back after ~30 s idle: a fresh one redraws its models). For kimi runs build the bundle with
 # --jit-cache build/cache/jit/sm90 (docs/bundle.md; made on the CPU machine by test/gpu/build_jit_cache.sh, ~5 min,
@@ -76,6 +77,33 @@ draw() {  # NAME ARGS...: draw a model pair into $M/NAME unless it is there
   local n=$1; shift
   [ -f "$M/$n/target/config.json" ] || python3 -m sglang_fastpath models "$@" --device cuda --out "$M/$n" > "$L/draw-$n.log" 2>&1
   say "drawn $n: $(tail -2 "$L/draw-$n.log" 2>/dev/null | head -1 | cut -c1-160)"
+}
+policy_debug_log() {  # write a logging config that logs each throughput-policy result (patch 0051's debug line);
+  # echo the variable that points SGLang at it, for variant_env
+  local cfg=/tmp/fastpath-policy-debug.json
+  cat > $cfg <<'JSON'
+{"version": 1, "disable_existing_loggers": false,
+ "formatters": {"plain": {"format": "[%(asctime)s] %(message)s", "datefmt": "%Y-%m-%d %H:%M:%S"}},
+ "handlers": {"err": {"class": "logging.StreamHandler", "formatter": "plain", "stream": "ext://sys.stderr"}},
+ "root": {"level": "INFO", "handlers": ["err"]},
+ "loggers": {"sglang.srt.speculative.adaptive_spec_params": {"level": "DEBUG"}}}
+JSON
+  echo SGLANG_LOGGING_CONFIG_PATH=$cfg
+}
+step_shares() {  # FILE: gather the per-result lines of every log under $BB into FILE; print each slot's share of
+  # results at each step count
+  grep -h "result [0-9]* since the switch" $BB/*/logs/*.log > "$1" 2>/dev/null
+  python3 - "$1" <<'PY'
+import collections, re, sys
+ran = collections.Counter()
+for line in open(sys.argv[1]):
+    m = re.search(r"slot \((.*?)\): steps (\d+), result", line)
+    if m:
+        ran[m[1], int(m[2])] += 1
+for slot in sorted({s for s, _ in ran}):
+    n = sum(c for (s, _), c in ran.items() if s == slot)
+    print(f"{slot} results by steps: " + ", ".join(f"{k}: {100 * c // n}%" for (s, k), c in sorted(ran.items()) if s == slot))
+PY
 }
 summ() {  # print every results.json record under $BB, one line each
   for f in "$BB"/*/results.json; do echo "== $f"; python3 - "$f" <<'PY'

@@ -9,30 +9,11 @@ set -uo pipefail
 [ -d /tmp/site-fork/sglang ] && export FASTPATH_PREFLIGHT_DONE=1
 source test/gpu/device_bench.sh; rm -rf $BB/*
 draw kimi16-miss65 kimi --layers 16 --routed-experts 96 --draft-miss-rate 0.65
-LOGCFG=/tmp/fastpath-policy-debug.json
-cat > $LOGCFG <<'JSON'
-{"version": 1, "disable_existing_loggers": false,
- "formatters": {"plain": {"format": "[%(asctime)s] %(message)s", "datefmt": "%Y-%m-%d %H:%M:%S"}},
- "handlers": {"err": {"class": "logging.StreamHandler", "formatter": "plain", "stream": "ext://sys.stderr"}},
- "root": {"level": "INFO", "handlers": ["err"]},
- "loggers": {"sglang.srt.speculative.adaptive_spec_params": {"level": "DEBUG"}}}
-JSON
 KOFF64="{\"speculative_adaptive\": true, \"speculative_adaptive_config\": \"$PWD/benchmark/configs/adaptive-ks-off.json\", \"mem_fraction_static\": 0.65, \"cuda_graph_max_bs_decode\": 64}"
-V="--variant off=/tmp/site-fork $(variant_env off $OFF_VARS SGLANG_LOGGING_CONFIG_PATH=$LOGCFG)"
+V="--variant off=/tmp/site-fork $(variant_env off $OFF_VARS $(policy_debug_log))"
 $B --models $M/kimi16-miss65 $V --bs 16,64 --acc-len 0 --e2e-runs 2 --e2e-warmup-len 256 --server-args "$KOFF64" \
   --name kimi16-miss65-koff-off-bs16-64 --budget-s $(left 570) > $L/c.log 2>&1
 say "kimi16 miss65 koff off bs 16/64 rc=$?"
-grep -h "result [0-9]* since the switch" $BB/*/logs/*.log > $L/slot-samples.txt 2>/dev/null
-python3 - $L/slot-samples.txt <<'PY'
-import collections, re, sys
-ran = collections.Counter()
-for line in open(sys.argv[1]):
-    m = re.search(r"slot \((.*?)\): steps (\d+), result", line)
-    if m:
-        ran[m[1], int(m[2])] += 1
-for slot in sorted({s for s, _ in ran}):
-    n = sum(c for (s, _), c in ran.items() if s == slot)
-    print(f"{slot} results by steps: " + ", ".join(f"{k}: {100 * c // n}%" for (s, k), c in sorted(ran.items()) if s == slot))
-PY
+step_shares $L/slot-samples.txt
 summ
 pack s42c
