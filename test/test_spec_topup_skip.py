@@ -3,10 +3,11 @@
 Patch 0054 (the 0.5.23 port: upstream 0031). ``eagle_prepare_for_decode`` tops every request up to ``committed +
 reserve`` (rounded up to a page) before each cycle: it builds the current and next lengths as two CPU tensors,
 copies both to the device and calls ``alloc_for_spec_decode``. At page size 64 a request needs a new page about once
-every 64 committed tokens, so at small batch sizes most cycles allocate nothing and that host work (two tensors, two H2D copies)
-changes nothing. With the patch the cycle returns before it when no request needs a slot; the lengths, the
-reservation and ``decode_batch_idx`` come out as before. On CPU: the tree's function with ``alloc_for_spec_decode``
-recorded, over a batch that commits one token a cycle (as an off or a rejected cycle does) at page sizes 1 and 64.
+every 64 committed tokens, so at small batch sizes most cycles allocate nothing and that host work (two tensors, two
+H2D copies) changes nothing. With the patch the cycle returns before it when no request needs a slot; the lengths,
+the reservation and ``decode_batch_idx`` come out as before. On CPU: the tree's function with
+``alloc_for_spec_decode`` recorded, over a batch that commits one token a cycle (as an off or a rejected cycle does)
+at page sizes 1 and 64.
 """
 
 from __future__ import annotations
