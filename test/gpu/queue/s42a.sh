@@ -9,7 +9,7 @@
 # compute processes sampled every 2 s beside them ($L/top.log: what else takes the CPU or the GPU while a run swings) and the SGLang processes alive between runs
 # ($L/between.log); after its timed runs each process runs 2 more under the scheduler-loop sampler, whose header counts
 # the scheduler's involuntary context switches and GC passes (`python -m benchmark.pysample raw/*-pysample`). Read: each
-# run's ratio, its rate per log interval ($L/rates.txt), and what else ran on the CPU or the GPU in a run that swung.
+# run's ratio, its phases' interval rates ($L/rates.txt, benchmark/tools/interval_rates.py), and what else ran on the CPU or the GPU in a run that swung.
 set -uo pipefail
 [ -d /tmp/site-fork/sglang ] && export FASTPATH_PREFLIGHT_DONE=1
 source test/gpu/device_bench.sh; rm -rf $BB/*
@@ -28,8 +28,7 @@ for run in r1 r2 r3; do
   { echo "== after $run $(date +%T)"; pgrep -af '[s]glang::|[l]aunch_server|[m]ultiprocessing' | cut -c1-200; } >> $L/between.log
 done
 kill $TOP 2>/dev/null
-for f in $BB/*/logs/e2e-*.log; do
-  echo "== $f"; grep "Decode batch" $f | awk -F'gen throughput \\(token/s\\): ' '{split($2,a,","); printf "%s ", a[1]} END{print ""}' | fold -w 200
-done > $L/rates.txt
+python3 -m benchmark.tools.interval_rates $BB/*/logs/e2e-*.log --min-intervals 3 > $L/rates.txt 2>&1
+grep -c '\*\*yes\*\*' $L/rates.txt | xargs -I{} echo "phases that swing: {}"
 summ
 pack s42a
