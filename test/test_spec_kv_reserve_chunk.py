@@ -16,11 +16,9 @@ from types import SimpleNamespace
 import pytest
 from sglang_trees import SHOWS_THE_BUG, TreeImporter, env_flag, load_defs, source, tree_defs
 from sglang_trees import trees  # noqa: F401 (a fixture)
-from test_spec_topup_skip import COMMITTED, RESERVE, Batch, Req
+from test_spec_topup_skip import COMMITTED, RESERVE, SIZING, Batch, Req, _prepare
 
 SWITCH = "SGLANG_SPEC_KV_RESERVE_CHUNK"
-UTILS = "sglang.srt.speculative.eagle_utils"
-SIZING = "sglang.srt.mem_cache.allocation_sizing"
 BATCH = "sglang.srt.managers.schedule_batch"
 TREES = ["patched", pytest.param("pristine", marks=SHOWS_THE_BUG)]
 CHUNK, CYCLES = 16, 100
@@ -31,35 +29,27 @@ def _granule(tree, chunk: int):
     return tree_defs(tree, SIZING, ["get_spec_reserve_granule"], extra={"envs": envs})["get_spec_reserve_granule"]
 
 
-def _run(tree, chunk: int, page_size: int = 1) -> tuple[list[int], list[int], list[Req]]:
-    """Cycles of one committed token each: each top-up's slots, and before each cycle the estimate of its need."""
+def _run(tree, chunk: int, page_size: int = 1) -> tuple[list[int], list[Req]]:
+    """Cycles of one committed token each: each top-up's slots; before each cycle the next-decode estimate is
+    checked against what that cycle's top-up allocates."""
     granule = _granule(tree, chunk)
     calls: list[int] = []
-
-    def alloc_for_spec_decode(tree_cache, req_to_token_pool, *, reqs, nxt_kv_lens_cpu, num_needed_tokens, **_):
-        calls.append(num_needed_tokens)
-        for req, nxt in zip(reqs, nxt_kv_lens_cpu.tolist(), strict=True):
-            req.kv.kv_allocated_len = max(req.kv.kv_allocated_len, nxt)
-
-    common = {"get_alloc_reserve_per_decode": lambda: RESERVE, "get_spec_reserve_granule": granule}
-    prepare = tree_defs(tree, UTILS, ["eagle_prepare_for_decode"], extra={
-        **common, "alloc_for_spec_decode": alloc_for_spec_decode,
-        "get_spec": lambda: SimpleNamespace(speculative_eagle_topk=1)})["eagle_prepare_for_decode"]
-    estimate = load_defs(source(tree, BATCH), ["ScheduleBatch._new_tokens_required_next_decode_spec_v2"],
-                         extra=common)["ScheduleBatch._new_tokens_required_next_decode_spec_v2"]
+    prepare = _prepare(tree, calls, granule)
+    estimate = load_defs(source(tree, BATCH), ["ScheduleBatch._new_tokens_required_next_decode_spec_v2"], extra={
+        "get_alloc_reserve_per_decode": lambda: RESERVE, "get_spec_reserve_granule": granule,
+    })["ScheduleBatch._new_tokens_required_next_decode_spec_v2"]
     reqs = [Req(c) for c in COMMITTED]
     batch = Batch(reqs, page_size)
-    estimates = []
     for _ in range(CYCLES):
-        estimates.append(estimate(batch, reqs, page_size))
+        needed = estimate(batch, reqs, page_size)
         before = len(calls)
         prepare(batch)
-        assert sum(calls[before:]) == estimates[-1]  # the estimate is what this top-up allocates
+        assert sum(calls[before:]) == needed  # the estimate is what this top-up allocates
         for r in reqs:
             assert r.kv.kv_allocated_len >= r.kv_committed_len + RESERVE  # the reservation holds
             assert r.kv.kv_allocated_len < r.kv_committed_len + RESERVE + max(chunk, 1)
             r.kv.kv_committed_len += 1
-    return calls, estimates, reqs
+    return calls, reqs
 
 
 @pytest.mark.parametrize("tree_name", TREES)
@@ -73,7 +63,7 @@ def test_the_switch_exists_and_defaults_off(trees, monkeypatch, tree_name: str) 
 
 @pytest.mark.parametrize("tree_name", TREES)
 def test_a_chunk_tops_up_once_every_chunk_tokens(trees, tree_name: str) -> None:
-    calls, _, reqs = _run(trees.get(tree_name), CHUNK)
+    calls, reqs = _run(trees.get(tree_name), CHUNK)
     assert all(n > 0 for n in calls)
     # One top-up for the first reservation, then one on each cycle where some request's committed + reserve
     # outgrows its last chunk: about CYCLES / CHUNK per request, not every cycle.
@@ -84,7 +74,7 @@ def test_a_chunk_tops_up_once_every_chunk_tokens(trees, tree_name: str) -> None:
 
 @pytest.mark.parametrize("chunk", [0, 1])
 def test_off_every_cycle_tops_up_as_before(trees, chunk: int) -> None:
-    calls, _, reqs = _run(trees.get("patched"), chunk)
+    calls, reqs = _run(trees.get("patched"), chunk)
     assert calls == [len(COMMITTED) * RESERVE] + [len(COMMITTED)] * (CYCLES - 1)
     assert [r.kv.kv_allocated_len for r in reqs] == [c + CYCLES - 1 + RESERVE for c in COMMITTED]
 

@@ -54,7 +54,11 @@ class Batch:
         return len(self.reqs)
 
 
-def _prepare(tree, calls: list[int]) -> Callable[[Batch], None]:
+def _prepare(tree, calls: list[int], granule: Callable[[int], int] = lambda page_size: page_size
+             ) -> Callable[[Batch], None]:
+    """The tree's ``eagle_prepare_for_decode`` with ``alloc_for_spec_decode`` recorded into ``calls`` (each top-up's
+    slots); ``granule`` stands for 0055's ``get_spec_reserve_granule`` (default: its switch off)."""
+
     def alloc_for_spec_decode(tree_cache, req_to_token_pool, *, reqs, nxt_kv_lens_cpu, num_needed_tokens, **_):
         calls.append(num_needed_tokens)
         for req, nxt in zip(reqs, nxt_kv_lens_cpu.tolist(), strict=True):
@@ -64,14 +68,14 @@ def _prepare(tree, calls: list[int]) -> Callable[[Batch], None]:
         "alloc_for_spec_decode": alloc_for_spec_decode,
         "get_alloc_reserve_per_decode": lambda: RESERVE,
         "get_spec": lambda: SimpleNamespace(speculative_eagle_topk=1),
-        "get_spec_reserve_granule": lambda page_size: page_size,  # 0055's helper with its switch off
+        "get_spec_reserve_granule": granule,
     }
     if "def page_aligned_decode_alloc_lens(" in source(tree, SIZING).read_text():  # 0.5.23's helper, as it is
         extra.update(load_defs(source(tree, SIZING), ["page_aligned_decode_alloc_lens"]))
     return tree_defs(tree, UTILS, ["eagle_prepare_for_decode"], extra=extra)["eagle_prepare_for_decode"]
 
 
-def _run(tree, page_size: int) -> tuple[list[int], list[bool], Batch]:
+def _run(tree, page_size: int) -> tuple[list[int], list[bool]]:
     """Cycles of one committed token each: the top-up's calls, and for each cycle whether a request needed slots."""
     calls: list[int] = []
     prepare = _prepare(tree, calls)
@@ -89,7 +93,7 @@ def _run(tree, page_size: int) -> tuple[list[int], list[bool], Batch]:
         for r in reqs:
             r.kv.kv_committed_len += 1
     assert all(r.decode_batch_idx == CYCLES for r in reqs)
-    return calls, needed, batch
+    return calls, needed
 
 
 CYCLES = 200
@@ -97,12 +101,12 @@ CYCLES = 200
 
 @pytest.mark.parametrize("tree_name", PATCHED_AND_PRISTINE)
 def test_at_page_64_the_top_up_runs_only_where_a_request_needs_a_page(trees, tree_name: str) -> None:
-    calls, needed, _ = _run(trees.get(tree_name), 64)
+    calls, needed = _run(trees.get(tree_name), 64)
     assert sum(needed) < CYCLES // 10  # a few pages in 200 tokens for 3 requests
     assert len(calls) == sum(needed) and all(n > 0 for n in calls), (len(calls), sum(needed))
 
 
 @pytest.mark.parametrize("tree_name", ["patched", "upstream", "pristine", "upstream_pristine"])
 def test_at_page_1_every_cycle_still_tops_up(trees, tree_name: str) -> None:
-    calls, needed, _ = _run(trees.get(tree_name), 1)
+    calls, needed = _run(trees.get(tree_name), 1)
     assert all(needed) and calls == [len(COMMITTED) * RESERVE] + [len(COMMITTED)] * (CYCLES - 1)
